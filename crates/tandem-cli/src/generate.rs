@@ -1,0 +1,41 @@
+//! `tandem generate`: one reply to one prompt.
+
+use crate::settings::Overrides;
+use crate::view::TerminalView;
+use anyhow::Result;
+use tandem_core::engine::Engine;
+use tandem_core::event::Event;
+use tandem_core::paths::Paths;
+
+/// Flags of `tandem generate`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The user message.
+    #[arg(long, short)]
+    prompt: String,
+    /// A system prompt.
+    #[arg(long)]
+    system: Option<String>,
+    /// Print one JSON event per line on stdout (and nothing else).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    overrides: Overrides,
+}
+
+/// Runs it.
+pub fn run(args: Args) -> Result<()> {
+    let paths = Paths::discover();
+    let config = args.overrides.resolve(&paths)?;
+    let engine = Engine::open(&config, &paths)?;
+    for notice in engine.notices() {
+        eprintln!("[notice] {notice}");
+    }
+    let mut chat = engine.chat()?;
+    if let Some(system) = &args.system {
+        chat.system(system);
+    }
+    let mut view = TerminalView::new(args.json);
+    chat.send(&args.prompt, &mut |e: Event| view.show(&e))?;
+    Ok(())
+}

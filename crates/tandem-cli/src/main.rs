@@ -1,0 +1,53 @@
+//! `tandem`: the command-line face of the engine.
+//!
+//! Every subcommand parses its flags over the settings file ([`settings`]), then calls the
+//! core; the terminal view of a reply ([`view`]) renders the same events the app and the
+//! tests consume.
+
+mod chat;
+mod generate;
+mod models;
+mod settings;
+mod view;
+
+use clap::{Parser, Subcommand};
+
+/// Token-level routed decoding: a small local model, a large cloud model for the tokens that matter.
+#[derive(Parser)]
+#[command(name = "tandem", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Download and verify models.
+    Models {
+        #[command(subcommand)]
+        action: models::Action,
+    },
+    /// Generate one reply to a prompt.
+    Generate(generate::Args),
+    /// Chat interactively (multi-turn; /budget to change the cloud share).
+    Chat(chat::Args),
+    /// Serve a model as an OpenAI-compatible API on 127.0.0.1.
+    Serve(tandem_serve::cli::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Models { action } => models::run(action),
+        Command::Generate(args) => generate::run(args),
+        Command::Chat(args) => chat::run(args),
+        Command::Serve(args) => tandem_serve::cli::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Flags shared by the commands that generate, layered over the settings file.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use tandem_core::budget::CloudBudget;
+use tandem_core::config::Config;
+use tandem_core::paths::Paths;
+use tandem_core::router::RouterKind;
+
+/// Flags that override `config.toml`.
+#[derive(Args, Debug, Clone)]
+pub struct Overrides {
+    /// Settings file (default: config.toml in the platform config folder).
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Edge model: catalogue name or GGUF path.
+    #[arg(long)]
+    pub edge: Option<String>,
+    /// Cloud base URL (OpenAI-compatible, including /v1); "none" for local only.
+    #[arg(long)]
+    pub cloud: Option<String>,
+    /// Model name sent to the cloud.
+    #[arg(long)]
+    pub cloud_model: Option<String>,
+    /// Maximum cloud share of each reply: 0 never calls the cloud, 1 is cloud-only.
+    #[arg(long)]
+    pub budget: Option<f32>,
+    /// Maximum cloud tokens per reply.
+    #[arg(long)]
+    pub budget_tokens: Option<u32>,
+    /// Router: edge-only, cloud-only, entropy, margin, mlp.
+    #[arg(long)]
+    pub router: Option<RouterKind>,
+    /// Weights file of the MLP router.
+    #[arg(long)]
+    pub router_path: Option<PathBuf>,
+    /// Tokens asked for per cloud request.
+    #[arg(long)]
+    pub span: Option<u32>,
+    /// Maximum tokens in a reply.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// CPU threads for the edge model.
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Context window in tokens.
+    #[arg(long)]
+    pub context: Option<u32>,
+    /// Sampling temperature of the edge (0 = greedy).
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Sampling seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl Overrides {
+    /// The settings file with these flags applied.
+    pub fn resolve(&self, paths: &Paths) -> Result<Config> {
+        let path = self
+            .config
+            .clone()
+            .unwrap_or_else(|| Config::default_path(&paths.config));
+        let mut c = Config::load(&path).with_context(|| "reading settings")?;
+        if let Some(v) = &self.edge {
+            c.edge = v.clone();
+        }
+        if let Some(v) = &self.cloud {
+            c.cloud.url = if v == "none" {
+                String::new()
+            } else {
+                v.clone()
+            };
+        }
+        if let Some(v) = &self.cloud_model {
+            c.cloud.model = Some(v.clone());
+        }
+        if let Some(share) = self.budget {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&share),
+                "--budget is a share between 0 and 1, got {share}"
+            );
+            c.budget = CloudBudget {
+                enabled: share > 0.0,
+                max_share: share,
+                ..c.budget
+            };
+        }
+        if let Some(v) = self.budget_tokens {
+            c.budget.max_cloud_tokens = Some(v);
+        }
+        if let Some(v) = self.router {
+            c.router.kind = v;
+        }
+        if let Some(v) = &self.router_path {
+            c.router.path = Some(v.clone());
+        }
+        if let Some(v) = self.span {
+            anyhow::ensure!(v >= 1, "--span must be at least 1");
+            c.cloud.span = v;
+        }
+        if let Some(v) = self.max_tokens {
+            c.max_tokens = v;
+        }
+        if let Some(v) = self.threads {
+            c.threads = Some(v);
+        }
+        if let Some(v) = self.context {
+            c.context = v;
+        }
+        if let Some(v) = self.temperature {
+            c.sampling.temperature = v;
+        }
+        if let Some(v) = self.seed {
+            c.sampling.seed = v;
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,174 @@
+//! The `tandem` binary as a user runs it: flags, `--json` output, errors.
+
+use std::path::PathBuf;
+use std::process::Command;
+use tandem_fake_cloud::{FakeCloud, Script};
+
+fn tandem(home: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tandem"));
+    c.env("TANDEM_HOME", home)
+        .env_remove("TANDEM_CLOUD_API_KEY");
+    c
+}
+
+fn smollm2() -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os("TANDEM_TEST_MODELS") else {
+        eprintln!("skipped: set TANDEM_TEST_MODELS to run real-model tests (scripts/test.sh does)");
+        return None;
+    };
+    Some(PathBuf::from(dir).join("SmolLM2-135M-Instruct.Q4_1.gguf"))
+}
+
+#[test]
+fn generate_json_prints_only_events_and_routes_to_the_cloud() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let output = tandem(home.path())
+        .args([
+            "generate",
+            "--json",
+            "--threads",
+            "1",
+            "--max-tokens",
+            "24",
+            "--budget",
+            "0.3",
+        ])
+        .args(["--router", "cloud-only", "--edge"])
+        .arg(&model)
+        .args([
+            "--cloud",
+            &fake.base_url(),
+            "--prompt",
+            "Tell me about the sea.",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(events.first().unwrap()["type"], "started");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "finished");
+    let cloud = last["usage"]["cloud_tokens"].as_u64().unwrap();
+    let edge = last["usage"]["edge_tokens"].as_u64().unwrap();
+    assert!(cloud > 0 && edge > 0, "{last}");
+    assert!(cloud as f64 <= 0.3 * (cloud + edge) as f64 + 4.0, "{last}");
+    assert_eq!(
+        last["usage"]["cloud_requests"].as_u64().unwrap() as usize,
+        fake.requests()
+    );
+}
+
+#[test]
+fn budget_zero_makes_no_request() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let output = tandem(home.path())
+        .args([
+            "generate",
+            "--json",
+            "--threads",
+            "1",
+            "--max-tokens",
+            "16",
+            "--budget",
+            "0",
+            "--edge",
+        ])
+        .arg(&model)
+        .args(["--cloud", &fake.base_url(), "--prompt", "Hi"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(fake.requests(), 0);
+}
+
+#[test]
+fn unknown_and_unpulled_models_say_what_to_do() {
+    let home = tempfile::tempdir().unwrap();
+    let output = tandem(home.path())
+        .args(["generate", "--edge", "gpt-17", "--prompt", "hi"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("unknown model 'gpt-17'") && stderr.contains("qwen2.5-coder-0.5b"),
+        "{stderr}"
+    );
+    let output = tandem(home.path())
+        .args(["generate", "--edge", "qwen2.5-coder-0.5b", "--prompt", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("tandem models pull qwen2.5-coder-0.5b"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_corrupt_model_file_is_named_in_the_error() {
+    let home = tempfile::tempdir().unwrap();
+    let bad = home.path().join("broken.gguf");
+    std::fs::write(&bad, b"GGUF but not really").unwrap();
+    let output = tandem(home.path())
+        .args(["generate", "--prompt", "hi", "--edge"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("broken.gguf") && stderr.contains("not a usable GGUF"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_settings_file_is_reported_with_the_key() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        "[budget]\nshare = 2\n",
+    )
+    .unwrap();
+    let output = tandem(home.path())
+        .args(["generate", "--prompt", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("share"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn models_list_shows_the_catalogue() {
+    let home = tempfile::tempdir().unwrap();
+    let output = tandem(home.path())
+        .args(["models", "list"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("qwen2.5-coder-0.5b") && stdout.contains("qwen2.5-coder-1.5b"),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,345 @@
+//! The cloud budget: what the user allows, and the live controller that spends it.
+//!
+//! A token goes to the cloud only when its router score clears the threshold *and* the budget
+//! has room. The share limit is enforced as a running credit (`share × tokens so far − cloud
+//! tokens`), so a reply can never front-load its cloud tokens, yet the first token of a reply
+//! may still be routed. The threshold itself tracks the score quantile that matches the target
+//! share, so the budget lands on the least confident positions of the whole reply rather than
+//! on whichever come first.
+
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+/// Prices of the cloud model, in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Prices {
+    /// Price of a million prompt (input) tokens.
+    pub input_per_mtok: f64,
+    /// Price of a million completion (output) tokens.
+    pub output_per_mtok: f64,
+}
+
+impl Prices {
+    /// What one request costs.
+    pub fn cost(&self, prompt_tokens: u64, completion_tokens: u64) -> f64 {
+        (prompt_tokens as f64 * self.input_per_mtok
+            + completion_tokens as f64 * self.output_per_mtok)
+            / 1e6
+    }
+}
+
+/// What the user allows the cloud to take.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CloudBudget {
+    /// Off means fully local: nothing leaves the machine.
+    pub enabled: bool,
+    /// Maximum share of a reply's tokens that may come from the cloud, in `[0, 1]`.
+    pub max_share: f32,
+    /// Maximum cloud tokens in one reply.
+    pub max_cloud_tokens: Option<u32>,
+    /// Maximum estimated spend per calendar day, in USD.
+    pub daily_spend_cap_usd: Option<f64>,
+    /// Prices used for the estimate.
+    pub prices: Prices,
+}
+
+impl Default for CloudBudget {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_share: 0.15,
+            max_cloud_tokens: None,
+            daily_spend_cap_usd: None,
+            prices: Prices::default(),
+        }
+    }
+}
+
+impl CloudBudget {
+    /// A budget that never calls the cloud.
+    pub fn off() -> Self {
+        Self {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+
+    /// A budget of at most `share` of each reply (0 never calls the cloud, 1 is cloud-only).
+    pub fn share(share: f32) -> Self {
+        Self {
+            enabled: share > 0.0,
+            max_share: share.clamp(0.0, 1.0),
+            ..Self::default()
+        }
+    }
+}
+
+/// A budget that can be changed while a reply is being generated; the next token sees it.
+#[derive(Debug, Clone, Default)]
+pub struct LiveBudget(Arc<Mutex<CloudBudget>>);
+
+impl LiveBudget {
+    /// Shares `budget` between the user interface and the decoder.
+    pub fn new(budget: CloudBudget) -> Self {
+        Self(Arc::new(Mutex::new(budget)))
+    }
+
+    /// The budget in force now.
+    pub fn get(&self) -> CloudBudget {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces the budget; applies from the next token on.
+    pub fn set(&self, budget: CloudBudget) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = budget;
+    }
+}
+
+/// Where one position's token will come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteDecision {
+    /// Keep the edge model's token.
+    Edge,
+    /// Ask the cloud for up to `max_tokens` tokens.
+    Cloud {
+        /// Span length to request.
+        max_tokens: u32,
+    },
+}
+
+/// How fast the threshold follows the score quantile; small enough that one reply's first
+/// tokens do not swing it, large enough to adapt within a 100-token reply.
+const THRESHOLD_RATE: f32 = 0.05;
+/// How much each token of unspent credit (beyond the slack) lowers the threshold.
+const CREDIT_PULL: f32 = 0.5;
+/// Unspent credit that does not yet lower the threshold.
+const CREDIT_SLACK: f32 = 0.5;
+/// The threshold never reaches 0, so a router that scores 0 (edge-only) never routes.
+const MIN_THRESHOLD: f32 = 1e-3;
+
+/// The per-reply controller.
+#[derive(Debug, Clone)]
+pub struct ReplyBudget {
+    threshold: f32,
+    generated: u32,
+    cloud_tokens: u32,
+    spent_before_usd: f64,
+    spent_usd: f64,
+}
+
+impl ReplyBudget {
+    /// Starts a reply at `threshold` (the router's estimate for the target share), with
+    /// `spent_today_usd` already spent today.
+    pub fn new(threshold: f32, spent_today_usd: f64) -> Self {
+        Self {
+            threshold: threshold.clamp(MIN_THRESHOLD, 1.0),
+            generated: 0,
+            cloud_tokens: 0,
+            spent_before_usd: spent_today_usd,
+            spent_usd: 0.0,
+        }
+    }
+
+    /// The current score threshold.
+    pub fn threshold(&self) -> f32 {
+        self.threshold
+    }
+
+    /// Whether a position with this score would go to the cloud if the budget had room;
+    /// spans keep cloud tokens only where this holds or the edge agrees.
+    pub fn wants_cloud(&self, score: f32) -> bool {
+        score >= self.threshold
+    }
+
+    /// Decides one position. `prompt_tokens` is what a request would re-send, `span` the
+    /// number of tokens the user lets one request return.
+    pub fn decide(
+        &mut self,
+        budget: &CloudBudget,
+        score: f32,
+        prompt_tokens: u32,
+        span: u32,
+    ) -> RouteDecision {
+        let share = budget.max_share.clamp(0.0, 1.0);
+        let credit = share * (self.generated + 1) as f32 - self.cloud_tokens as f32;
+        // Unspent credit lowers the bar, so a reply whose scores stay low still lands near
+        // its target share instead of ending under it.
+        let pull = CREDIT_PULL * (credit - CREDIT_SLACK).max(0.0);
+        let wanted = score >= (self.threshold - pull).max(MIN_THRESHOLD);
+        let above_quantile = f32::from(u8::from(self.wants_cloud(score)));
+        self.threshold =
+            (self.threshold + THRESHOLD_RATE * (above_quantile - share)).clamp(MIN_THRESHOLD, 1.0);
+        if !wanted || !budget.enabled || share <= 0.0 || credit <= 0.0 {
+            return RouteDecision::Edge;
+        }
+        let mut max_tokens = span.max(1);
+        if let Some(cap) = budget.max_cloud_tokens {
+            max_tokens = max_tokens.min(cap.saturating_sub(self.cloud_tokens));
+        }
+        if let Some(cap) = budget.daily_spend_cap_usd {
+            let estimate = budget
+                .prices
+                .cost(u64::from(prompt_tokens), u64::from(max_tokens));
+            if self.spent_before_usd + self.spent_usd + estimate > cap {
+                return RouteDecision::Edge;
+            }
+        }
+        match max_tokens {
+            0 => RouteDecision::Edge,
+            max_tokens => RouteDecision::Cloud { max_tokens },
+        }
+    }
+
+    /// Counts tokens added to the reply and what the cloud billed for them.
+    pub fn record(&mut self, edge_tokens: u32, cloud_tokens: u32, cost_usd: f64) {
+        self.generated += edge_tokens + cloud_tokens;
+        self.cloud_tokens += cloud_tokens;
+        self.spent_usd += cost_usd;
+    }
+
+    /// Estimated spend of this reply so far.
+    pub fn spent_usd(&self) -> f64 {
+        self.spent_usd
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reproducible score sequence in [0, 1).
+    fn scores(n: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 40) as f32 / (1u64 << 24) as f32
+            })
+            .collect()
+    }
+
+    /// Runs a reply where every request returns `accepted` tokens; returns cloud tokens.
+    fn run(budget: &CloudBudget, scores: &[f32], span: u32, accepted: u32) -> u32 {
+        let mut reply = ReplyBudget::new(0.5, 0.0);
+        let mut i = 0;
+        while reply.generated < scores.len() as u32 {
+            match reply.decide(budget, scores[i.min(scores.len() - 1)], 100, span) {
+                RouteDecision::Edge => reply.record(1, 0, 0.0),
+                RouteDecision::Cloud { max_tokens } => {
+                    let cost = budget.prices.cost(100, u64::from(max_tokens));
+                    reply.record(0, accepted.min(max_tokens), cost)
+                }
+            }
+            i += 1;
+        }
+        reply.cloud_tokens
+    }
+
+    #[test]
+    fn target_share_is_reached_within_one_token_per_hundred() {
+        for share in [0.05, 0.1, 0.15, 0.3] {
+            for seed in 1..200 {
+                let cloud = run(&CloudBudget::share(share), &scores(100, seed), 1, 1);
+                let target = share * 100.0;
+                assert!(
+                    (cloud as f32 - target).abs() <= 1.0 + 1e-4,
+                    "share {share} seed {seed}: {cloud} cloud tokens"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn spans_overshoot_by_at_most_one_span() {
+        for seed in 1..20 {
+            let cloud = run(&CloudBudget::share(0.15), &scores(100, seed), 4, 4);
+            assert!(cloud <= 15 + 4, "seed {seed}: {cloud}");
+            assert!(cloud >= 12, "seed {seed}: {cloud}");
+        }
+    }
+
+    #[test]
+    fn budget_is_not_burnt_on_the_first_tokens() {
+        // Every score is high: the controller must still spread cloud tokens over the reply.
+        let budget = CloudBudget::share(0.1);
+        let mut reply = ReplyBudget::new(0.5, 0.0);
+        let mut routed_at = Vec::new();
+        for position in 0..100 {
+            match reply.decide(&budget, 0.99, 10, 1) {
+                RouteDecision::Edge => reply.record(1, 0, 0.0),
+                RouteDecision::Cloud { .. } => {
+                    routed_at.push(position);
+                    reply.record(0, 1, 0.0)
+                }
+            }
+        }
+        assert_eq!(routed_at.len(), 10);
+        assert_eq!(routed_at[0], 0, "the first token may be routed");
+        assert!(
+            routed_at.iter().filter(|&&p| p >= 50).count() >= 4,
+            "{routed_at:?}"
+        );
+    }
+
+    #[test]
+    fn off_zero_and_edge_scores_never_route() {
+        let s = scores(200, 3);
+        assert_eq!(run(&CloudBudget::off(), &s, 4, 4), 0);
+        assert_eq!(run(&CloudBudget::share(0.0), &s, 4, 4), 0);
+        assert_eq!(run(&CloudBudget::share(0.5), &[0.0; 200], 4, 4), 0);
+    }
+
+    #[test]
+    fn full_share_routes_everything() {
+        // 13 requests of 4: the last one overshoots 50 by two tokens (at most one span).
+        assert_eq!(run(&CloudBudget::share(1.0), &[1.0; 50], 4, 4), 52);
+    }
+
+    #[test]
+    fn token_cap_limits_each_reply() {
+        let budget = CloudBudget {
+            max_cloud_tokens: Some(6),
+            ..CloudBudget::share(1.0)
+        };
+        assert_eq!(run(&budget, &[1.0; 100], 4, 4), 6);
+    }
+
+    #[test]
+    fn daily_spend_cap_stops_requests_that_would_exceed_it() {
+        // Each request: 100 prompt tokens at $10/M + 4 at $30/M = $0.00112.
+        let budget = CloudBudget {
+            daily_spend_cap_usd: Some(0.005),
+            prices: Prices {
+                input_per_mtok: 10.0,
+                output_per_mtok: 30.0,
+            },
+            ..CloudBudget::share(1.0)
+        };
+        assert_eq!(
+            run(&budget, &[1.0; 100], 4, 4),
+            16,
+            "4 requests fit under $0.005"
+        );
+        let mut spent_reply = ReplyBudget::new(0.5, 0.0049);
+        assert_eq!(
+            spent_reply.decide(&budget, 1.0, 100, 4),
+            RouteDecision::Edge
+        );
+    }
+
+    #[test]
+    fn live_budget_changes_are_seen_by_the_next_decision() {
+        let live = LiveBudget::new(CloudBudget::share(1.0));
+        let mut reply = ReplyBudget::new(0.5, 0.0);
+        assert!(matches!(
+            reply.decide(&live.get(), 1.0, 1, 1),
+            RouteDecision::Cloud { .. }
+        ));
+        live.set(CloudBudget::off());
+        assert_eq!(reply.decide(&live.get(), 1.0, 1, 1), RouteDecision::Edge);
+    }
+}

@@ -1,0 +1,278 @@
+//! An HTTP client for OpenAI-compatible servers (vLLM, SGLang, llama-server, OpenRouter, …).
+//!
+//! Routed decoding makes many short requests in the middle of a reply, so the client is tuned
+//! for that: short timeouts, a couple of retries for 429/5xx that honour `Retry-After` only
+//! while it is short, and a typed error for everything else so the loop can fall back to
+//! the edge token at once.
+
+use super::wire::{error_message, CompletionResponse, TokenizeResponse};
+use super::{ApiKey, Cloud, CloudError, CloudReply, CloudRequest};
+use crate::edge::TokenId;
+use reqwest::blocking::{Client, Response};
+use reqwest::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+
+/// Where and how to reach the cloud.
+#[derive(Debug, Clone)]
+pub struct CloudConfig {
+    /// Base URL including `/v1`, e.g. `http://127.0.0.1:8081/v1`.
+    pub base_url: String,
+    /// Model name sent in requests (servers with one model ignore it).
+    pub model: Option<String>,
+    /// Bearer token.
+    pub api_key: Option<ApiKey>,
+    /// Temperature sent to the cloud (0 = its greedy choice).
+    pub temperature: f32,
+    /// Limit for establishing a connection.
+    pub connect_timeout: Duration,
+    /// Limit for a whole request.
+    pub request_timeout: Duration,
+    /// Retries after a 429 or 5xx.
+    pub max_retries: u32,
+    /// A `Retry-After` longer than this fails the request instead of stalling the reply.
+    pub max_retry_wait: Duration,
+}
+
+impl CloudConfig {
+    /// Defaults for a base URL.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            model: None,
+            api_key: None,
+            temperature: 0.0,
+            connect_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(20),
+            max_retries: 2,
+            max_retry_wait: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A blocking client for one endpoint; remembers whether the endpoint shares the edge vocabulary.
+pub struct CloudClient {
+    http: Client,
+    config: CloudConfig,
+    shares_vocab: Option<bool>,
+}
+
+impl CloudClient {
+    /// Builds a client; fails only if the TLS backend cannot start.
+    pub fn new(config: CloudConfig) -> Result<Self, CloudError> {
+        let http = Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.request_timeout)
+            .build()
+            .map_err(|e| CloudError::Unreachable {
+                endpoint: config.base_url.clone(),
+                detail: e.to_string(),
+            })?;
+        Ok(Self {
+            http,
+            config,
+            shares_vocab: None,
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &CloudConfig {
+        &self.config
+    }
+
+    /// Lists the served models: a cheap check that the endpoint, key and model are right.
+    pub fn check(&self) -> Result<Vec<String>, CloudError> {
+        #[derive(Deserialize)]
+        struct Models {
+            data: Vec<ModelEntry>,
+        }
+        #[derive(Deserialize)]
+        struct ModelEntry {
+            id: String,
+        }
+        let response = self.send(|| self.authorized(self.http.get(self.url("/models"))))?;
+        let body = read_body(response, self.config.request_timeout)?;
+        let models: Models = parse(&body)?;
+        let ids: Vec<String> = models.data.into_iter().map(|m| m.id).collect();
+        if let Some(model) = &self.config.model {
+            if !ids.iter().any(|id| id == model) {
+                return Err(CloudError::NotFound {
+                    message: format!("model '{model}' is not served (served: {})", ids.join(", ")),
+                });
+            }
+        }
+        Ok(ids)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.base_url)
+    }
+
+    /// The server root (`/tokenize` lives beside `/v1`, not under it).
+    fn root_url(&self, path: &str) -> String {
+        let base = &self.config.base_url;
+        format!("{}{path}", base.strip_suffix("/v1").unwrap_or(base))
+    }
+
+    fn authorized(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+    ) -> reqwest::blocking::RequestBuilder {
+        match &self.config.api_key {
+            Some(key) => request.bearer_auth(key.expose()),
+            None => request,
+        }
+    }
+
+    /// Sends with retries for 429 and 5xx; maps every failure to a [`CloudError`].
+    fn send(
+        &self,
+        build: impl Fn() -> reqwest::blocking::RequestBuilder,
+    ) -> Result<Response, CloudError> {
+        let mut attempt = 0;
+        loop {
+            let response = build().send().map_err(|e| self.transport_error(&e))?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+            if retryable && attempt < self.config.max_retries {
+                let backoff = Duration::from_millis(200 << attempt);
+                let wait = retry_after.unwrap_or(backoff);
+                if wait <= self.config.max_retry_wait {
+                    std::thread::sleep(wait);
+                    attempt += 1;
+                    continue;
+                }
+            }
+            let message = error_message(&response.text().unwrap_or_default());
+            return Err(match status.as_u16() {
+                401 | 403 => CloudError::Unauthorized {
+                    status: status.as_u16(),
+                },
+                404 => CloudError::NotFound { message },
+                429 => CloudError::RateLimited,
+                code => CloudError::Server {
+                    status: code,
+                    message,
+                },
+            });
+        }
+    }
+
+    fn transport_error(&self, e: &reqwest::Error) -> CloudError {
+        if e.is_timeout() {
+            CloudError::Timeout {
+                seconds: self.config.request_timeout.as_secs_f32(),
+            }
+        } else {
+            CloudError::Unreachable {
+                endpoint: self.config.base_url.clone(),
+                detail: root_cause(e),
+            }
+        }
+    }
+
+    fn body(&self, request: &CloudRequest<'_>, as_ids: bool) -> serde_json::Value {
+        let prompt = if as_ids {
+            json!(request.ids)
+        } else {
+            json!((request.text)())
+        };
+        let mut body = json!({"prompt": prompt, "logprobs": 1});
+        let fields = body.as_object_mut().expect("a JSON object");
+        fields.insert("max_tokens".into(), json!(request.max_tokens));
+        fields.insert("temperature".into(), json!(self.config.temperature));
+        fields.insert("stream".into(), json!(false));
+        // llama-server: keep the KV cache of the previous request, so each call costs only the new suffix.
+        fields.insert("cache_prompt".into(), json!(true));
+        if let Some(model) = &self.config.model {
+            fields.insert("model".into(), json!(model));
+        }
+        body
+    }
+}
+
+impl Cloud for CloudClient {
+    fn endpoint(&self) -> &str {
+        &self.config.base_url
+    }
+
+    fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> bool {
+        if let Some(known) = self.shares_vocab {
+            return known;
+        }
+        let answer = self
+            .http
+            .post(self.root_url("/tokenize"))
+            .json(&json!({"content": super::VOCAB_PROBE, "add_special": false}))
+            .send()
+            .ok()
+            .filter(|r| r.status().is_success())
+            .and_then(|r| r.json::<TokenizeResponse>().ok())
+            .is_some_and(|t| t.tokens == probe_ids);
+        self.shares_vocab = Some(answer);
+        answer
+    }
+
+    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+        let as_ids = self.shares_vocab == Some(true);
+        let body = self.body(request, as_ids);
+        let response =
+            self.send(|| self.authorized(self.http.post(self.url("/completions")).json(&body)))?;
+        let text = read_body(response, self.config.request_timeout)?;
+        let parsed: CompletionResponse = parse(&text)?;
+        let choice = parsed
+            .choices
+            .into_iter()
+            .next()
+            .ok_or(CloudError::Malformed {
+                detail: "no choices in the reply".into(),
+            })?;
+        let usage = parsed.usage;
+        Ok(CloudReply {
+            ids: if as_ids { choice.ids() } else { None },
+            text: choice.text(),
+            stopped: choice.finish_reason.as_deref() == Some("stop"),
+            prompt_tokens: usage.as_ref().and_then(|u| u.prompt_tokens),
+            completion_tokens: usage.as_ref().and_then(|u| u.completion_tokens),
+        })
+    }
+}
+
+fn read_body(response: Response, limit: Duration) -> Result<String, CloudError> {
+    response.text().map_err(|e| {
+        if e.is_timeout() {
+            CloudError::Timeout {
+                seconds: limit.as_secs_f32(),
+            }
+        } else {
+            CloudError::Malformed {
+                detail: format!("reading the body: {}", root_cause(&e)),
+            }
+        }
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, CloudError> {
+    serde_json::from_str(body).map_err(|e| CloudError::Malformed {
+        detail: format!("{e} in {:?}", body.chars().take(80).collect::<String>()),
+    })
+}
+
+/// The innermost error message: reqwest's own message is just "error sending request".
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}

@@ -1,0 +1,138 @@
+//! The cloud side of collaborative decoding: any OpenAI-compatible server.
+//!
+//! [`Cloud`] is what the decode loop calls; [`client::CloudClient`] implements it over HTTP
+//! (the only module that talks to the network for inference). Failures are values, never
+//! panics: the loop turns each one into a notice and keeps the edge token.
+
+mod client;
+mod wire;
+
+pub use client::{CloudClient, CloudConfig};
+
+use crate::edge::TokenId;
+use std::fmt;
+
+/// Text whose tokenization tells whether the cloud shares the edge vocabulary: words,
+/// digits, whitespace runs and multibyte characters exercise the pre-tokenizer.
+pub const VOCAB_PROBE: &str = "Tandem probe: naïve café, 12345 + 678 = 13023;\n\tδ ≥ 0 — 東京 🚀";
+
+/// An API key. Its `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key; empty strings mean "no key".
+    pub fn new(key: impl Into<String>) -> Option<Self> {
+        let key = key.into().trim().to_owned();
+        (!key.is_empty()).then_some(Self(key))
+    }
+
+    /// The key itself, for the `Authorization` header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// A form safe to show: the last four characters.
+    pub fn masked(&self) -> String {
+        let tail: String = self
+            .0
+            .chars()
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        format!("…{tail}")
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// What the loop asks the cloud for: the next tokens after the edge's exact prompt so far.
+pub struct CloudRequest<'a> {
+    /// The prompt as edge token ids (sent as ids when the vocabularies match).
+    pub ids: &'a [TokenId],
+    /// The same prompt as text, computed only when the cloud needs text.
+    pub text: &'a dyn Fn() -> String,
+    /// Maximum tokens to return (the span).
+    pub max_tokens: u32,
+}
+
+/// What the cloud returned.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CloudReply {
+    /// Token ids, when the cloud shares the edge vocabulary and reported them.
+    pub ids: Option<Vec<TokenId>>,
+    /// The returned text.
+    pub text: String,
+    /// The cloud ended its turn (finish reason `stop`).
+    pub stopped: bool,
+    /// Prompt tokens billed, as the server reported them.
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens billed, as the server reported them.
+    pub completion_tokens: Option<u64>,
+}
+
+/// Why a cloud request failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CloudError {
+    /// Nothing answers at the endpoint.
+    #[error("cloud unreachable at {endpoint}: {detail}")]
+    Unreachable {
+        /// The base URL.
+        endpoint: String,
+        /// What the connection said.
+        detail: String,
+    },
+    /// No answer within the time limit.
+    #[error("cloud did not answer within {seconds:.1} s")]
+    Timeout {
+        /// The limit.
+        seconds: f32,
+    },
+    /// The API key was refused.
+    #[error("cloud refused the API key (HTTP {status})")]
+    Unauthorized {
+        /// 401 or 403.
+        status: u16,
+    },
+    /// The model or endpoint does not exist there.
+    #[error("cloud has no such model or endpoint (HTTP 404): {message}")]
+    NotFound {
+        /// The server's message.
+        message: String,
+    },
+    /// Too many requests, still after retrying.
+    #[error("cloud is rate limiting requests (HTTP 429)")]
+    RateLimited,
+    /// The server failed, still after retrying.
+    #[error("cloud server error (HTTP {status}): {message}")]
+    Server {
+        /// HTTP status.
+        status: u16,
+        /// The server's message.
+        message: String,
+    },
+    /// The reply was not the JSON an OpenAI-compatible server sends.
+    #[error("cloud sent a malformed reply: {detail}")]
+    Malformed {
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+/// An OpenAI-compatible model the loop can ask for the next tokens.
+pub trait Cloud {
+    /// The endpoint, for events (never includes the key).
+    fn endpoint(&self) -> &str;
+    /// Whether prompts can be sent as edge token ids; `probe_ids` is the edge tokenization of
+    /// [`VOCAB_PROBE`]. Implementations check once and remember.
+    fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> bool;
+    /// Asks for the next tokens.
+    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError>;
+}

@@ -1,0 +1,199 @@
+//! Settings: one TOML file in the platform config folder; every field can be overridden
+//! by a CLI flag. Secrets are never stored here (see [`crate::secrets`]).
+
+use crate::budget::CloudBudget;
+use crate::router::RouterKind;
+use crate::sampling::SamplingParams;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Everything a user can set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Edge model: catalogue name or path to a GGUF.
+    pub edge: String,
+    /// CPU threads for the edge model.
+    pub threads: Option<u32>,
+    /// Context window of the edge model, in tokens.
+    pub context: u32,
+    /// Tokens per reply.
+    pub max_tokens: u32,
+    /// The cloud endpoint.
+    pub cloud: CloudSettings,
+    /// What the cloud may take.
+    pub budget: CloudBudget,
+    /// Which router decides.
+    pub router: RouterSettings,
+    /// How the edge picks tokens.
+    pub sampling: SamplingParams,
+    /// `tandem serve` defaults, also the local stand-in cloud.
+    pub serve: ServeSettings,
+}
+
+/// The OpenAI-compatible cloud.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CloudSettings {
+    /// Base URL including `/v1`; empty means "start the local stand-in".
+    pub url: String,
+    /// Model name sent with requests.
+    pub model: Option<String>,
+    /// Tokens asked for per request.
+    pub span: u32,
+    /// Seconds before a request is given up (the reply goes on locally).
+    pub timeout_secs: f32,
+}
+
+/// Router choice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RouterSettings {
+    /// Which router.
+    pub kind: RouterKind,
+    /// Weights file for the MLP router.
+    pub path: Option<PathBuf>,
+}
+
+/// The local OpenAI-compatible server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeSettings {
+    /// Model served: catalogue name or path.
+    pub model: String,
+    /// Address to bind.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            edge: "qwen2.5-coder-0.5b".into(),
+            threads: None,
+            context: 4096,
+            max_tokens: 256,
+            cloud: CloudSettings::default(),
+            budget: CloudBudget::default(),
+            router: RouterSettings::default(),
+            sampling: SamplingParams::default(),
+            serve: ServeSettings::default(),
+        }
+    }
+}
+
+impl Default for CloudSettings {
+    fn default() -> Self {
+        Self {
+            url: String::new(),
+            model: None,
+            span: 4,
+            timeout_secs: 20.0,
+        }
+    }
+}
+
+impl Default for RouterSettings {
+    fn default() -> Self {
+        Self {
+            kind: RouterKind::Entropy,
+            path: None,
+        }
+    }
+}
+
+impl Default for ServeSettings {
+    fn default() -> Self {
+        Self {
+            model: "qwen2.5-coder-1.5b".into(),
+            host: "127.0.0.1".into(),
+            port: 8081,
+        }
+    }
+}
+
+/// Why the settings file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Reading or writing failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file is not valid settings.
+    #[error("{path} is not valid: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        message: String,
+    },
+}
+
+impl Config {
+    /// The settings file's usual place.
+    pub fn default_path(config_dir: &Path) -> PathBuf {
+        config_dir.join("config.toml")
+    }
+
+    /// Reads settings; a missing file gives the defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+                path: path.to_owned(),
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(source) => Err(ConfigError::Io {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Writes settings atomically: a crash leaves the old file or the new one, never half.
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        let text = toml::to_string_pretty(self).expect("settings serialize");
+        crate::atomic::write(path, text.as_bytes()).map_err(|source| ConfigError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_gives_defaults_and_save_load_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Config::default_path(dir.path());
+        assert_eq!(Config::load(&path).unwrap(), Config::default());
+        let mut c = Config::default();
+        c.budget.max_share = 0.3;
+        c.router.kind = RouterKind::Margin;
+        c.cloud.url = "http://127.0.0.1:9/v1".into();
+        c.save(&path).unwrap();
+        assert_eq!(Config::load(&path).unwrap(), c);
+    }
+
+    #[test]
+    fn a_partial_file_keeps_other_defaults_and_typos_are_reported_with_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "max_tokens = 64\n[budget]\nmax_share = 0.05\n").unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(
+            (c.max_tokens, c.budget.max_share, c.context),
+            (64, 0.05, 4096)
+        );
+        std::fs::write(&path, "[budget]\nmax_shares = 0.05\n").unwrap();
+        let err = Config::load(&path).unwrap_err().to_string();
+        assert!(err.contains("max_shares"), "{err}");
+    }
+}

@@ -1,0 +1,343 @@
+//! The collaborative loop: the edge model decodes, the router scores every position, the
+//! budget decides, and the cloud supplies the tokens that matter.
+//!
+//! Cloud tokens are fed back into the edge's KV cache in one batch, so the edge continues
+//! from exactly the text the user sees. A span of several cloud tokens is kept only while
+//! the edge would have routed those positions too or already agrees with the cloud; the
+//! rest is rolled back. A cloud failure never ends a reply: the edge token is used and the
+//! user gets a notice.
+
+use crate::budget::{LiveBudget, ReplyBudget, RouteDecision};
+use crate::cloud::{Cloud, CloudError, CloudRequest, VOCAB_PROBE};
+use crate::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
+use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, TokenSource, Usage};
+use crate::router::Router;
+use crate::sampling::{Sampler, SamplingParams};
+use crate::utf8_stream::Utf8Stream;
+use std::time::Instant;
+
+/// Consecutive cloud failures after which a reply stops asking.
+const MAX_CLOUD_FAILURES: u32 = 2;
+
+/// Per-reply settings.
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeOptions {
+    /// Maximum tokens in the reply.
+    pub max_tokens: u32,
+    /// Tokens asked for per cloud request.
+    pub span: u32,
+    /// How the edge picks its tokens.
+    pub sampling: SamplingParams,
+    /// Already spent today, for the daily cap.
+    pub spent_today_usd: f64,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        Self {
+            max_tokens: 256,
+            span: 4,
+            sampling: SamplingParams::default(),
+            spent_today_usd: 0.0,
+        }
+    }
+}
+
+/// What the loop works with.
+pub struct Collaboration<'a> {
+    /// The local model.
+    pub edge: &'a mut dyn EdgeModel,
+    /// The cloud, if one is configured.
+    pub cloud: Option<&'a mut dyn Cloud>,
+    /// Scores positions.
+    pub router: &'a dyn Router,
+    /// Read before every decision, so changes apply mid-reply.
+    pub budget: &'a LiveBudget,
+}
+
+/// Generates one reply to `prompt` (already templated and tokenized), pushing events into
+/// `sink`. Returns the usage also sent in the `finished` event. Only an edge failure is an
+/// error; everything else ends in a `finished` event.
+pub fn generate(
+    c: Collaboration<'_>,
+    prompt: &[TokenId],
+    options: &DecodeOptions,
+    sink: &mut dyn EventSink,
+) -> Result<Usage, EdgeError> {
+    let started = Instant::now();
+    let mut reply = Reply {
+        edge: c.edge,
+        cloud: c.cloud,
+        router: c.router,
+        budget: c.budget,
+        controller: ReplyBudget::new(
+            c.router.threshold_for_share(c.budget.get().max_share),
+            options.spent_today_usd,
+        ),
+        sampler: Sampler::new(options.sampling),
+        text: Utf8Stream::default(),
+        usage: Usage::default(),
+        timings: Timings::default(),
+        cloud_failures: 0,
+        as_ids: false,
+    };
+    let keep_going = sink.emit(Event::Started {
+        edge_model: reply.edge.name().to_owned(),
+        cloud: reply.cloud.as_ref().map(|c| c.endpoint().to_owned()),
+        router: reply.router.name().to_owned(),
+        prompt_tokens: prompt.len() as u32,
+    });
+    let reason = if keep_going {
+        reply.run(prompt, options, sink)?
+    } else {
+        FinishReason::Cancelled
+    };
+    reply.timings.total_ms = started.elapsed().as_millis() as u64;
+    reply.usage.est_cost_usd = reply.controller.spent_usd();
+    sink.emit(Event::Finished {
+        reason,
+        usage: reply.usage,
+        timings: reply.timings,
+    });
+    Ok(reply.usage)
+}
+
+struct Reply<'a> {
+    edge: &'a mut dyn EdgeModel,
+    cloud: Option<&'a mut dyn Cloud>,
+    router: &'a dyn Router,
+    budget: &'a LiveBudget,
+    controller: ReplyBudget,
+    sampler: Sampler,
+    text: Utf8Stream,
+    usage: Usage,
+    timings: Timings,
+    cloud_failures: u32,
+    as_ids: bool,
+}
+
+/// One token ready to be shown.
+struct Emitted {
+    id: TokenId,
+    source: TokenSource,
+    score: f32,
+    edge_candidate: Option<TokenId>,
+    request_ms: Option<u64>,
+}
+
+impl Reply<'_> {
+    fn run(
+        &mut self,
+        prompt: &[TokenId],
+        options: &DecodeOptions,
+        sink: &mut dyn EventSink,
+    ) -> Result<FinishReason, EdgeError> {
+        let prefill = Instant::now();
+        let (mut step, decoded) = self.edge.sync(prompt, &mut self.sampler)?;
+        self.timings.prefill_ms = prefill.elapsed().as_millis() as u64;
+        self.timings.prefill_tokens = decoded as u32;
+        if let Some(cloud) = self.cloud.as_deref_mut() {
+            if self.budget.get().enabled {
+                let probe = self.edge.tokenize(VOCAB_PROBE, false);
+                self.as_ids = cloud.shares_vocab(&probe);
+            }
+        }
+        let capacity = self.edge.context_size();
+        let mut generated = 0u32;
+        while generated < options.max_tokens {
+            if self.edge.tokens().len() + options.span as usize + 1 >= capacity {
+                sink.emit(Event::Notice {
+                    kind: NoticeKind::ContextFull,
+                    message: format!("the conversation filled the {capacity}-token context window"),
+                });
+                return Ok(FinishReason::ContextFull);
+            }
+            let score = self.router.score(&step.features());
+            let remaining = options.max_tokens - generated;
+            let decision = if self.cloud.is_some() && self.cloud_failures < MAX_CLOUD_FAILURES {
+                let prompt_len = self.edge.tokens().len() as u32;
+                self.controller.decide(
+                    &self.budget.get(),
+                    score,
+                    prompt_len,
+                    options.span.min(remaining),
+                )
+            } else {
+                RouteDecision::Edge
+            };
+            let outcome = match decision {
+                RouteDecision::Cloud { max_tokens } => {
+                    self.ask_cloud(&step, score, max_tokens, sink)?
+                }
+                RouteDecision::Edge => None,
+            };
+            let (emitted, next) = match outcome {
+                Some(Ok(pair)) => pair,
+                Some(Err(Stopped)) => return Ok(FinishReason::Stop),
+                None => {
+                    if self.edge.is_end_of_turn(step.token) {
+                        return Ok(FinishReason::Stop);
+                    }
+                    let next = self.decode(&[step.token])?;
+                    let token = Emitted {
+                        id: step.token,
+                        source: TokenSource::Edge,
+                        score,
+                        edge_candidate: None,
+                        request_ms: None,
+                    };
+                    self.usage.edge_tokens += 1;
+                    self.controller.record(1, 0, 0.0);
+                    (vec![token], next)
+                }
+            };
+            generated += emitted.len() as u32;
+            for token in emitted {
+                if !self.emit(token, sink) {
+                    return Ok(FinishReason::Cancelled);
+                }
+            }
+            step = next;
+        }
+        Ok(FinishReason::Length)
+    }
+
+    fn decode(&mut self, tokens: &[TokenId]) -> Result<Step, EdgeError> {
+        let mut steps = self.edge.extend(tokens, Outputs::Last, &mut self.sampler)?;
+        steps
+            .pop()
+            .ok_or_else(|| EdgeError::Decode("no output row".into()))
+    }
+
+    /// Asks the cloud for a span. `None` means "use the edge token" (the failure was already
+    /// reported); `Some(Err(Stopped))` means the cloud ended the reply.
+    #[allow(clippy::type_complexity)]
+    fn ask_cloud(
+        &mut self,
+        step: &Step,
+        score: f32,
+        max_tokens: u32,
+        sink: &mut dyn EventSink,
+    ) -> Result<Option<Result<(Vec<Emitted>, Step), Stopped>>, EdgeError> {
+        let cloud = self.cloud.as_deref_mut().expect("decided with a cloud");
+        let edge = &*self.edge;
+        let text = || edge.text_of(edge.tokens());
+        let ids = edge.tokens().to_vec();
+        let sent = Instant::now();
+        let result = cloud.complete(&CloudRequest {
+            ids: if self.as_ids { &ids } else { &[] },
+            text: &text,
+            max_tokens,
+        });
+        let request_ms = sent.elapsed().as_millis() as u64;
+        self.timings.cloud_ms += request_ms;
+        self.usage.cloud_requests += 1;
+        let reply = match result {
+            Ok(reply) => reply,
+            Err(error) => {
+                self.cloud_failed(&error, sink);
+                return Ok(None);
+            }
+        };
+        let prompt_tokens = reply.prompt_tokens.unwrap_or(ids.len() as u64);
+        let mut tokens = match reply.ids {
+            Some(ids) => ids,
+            None => self.edge.tokenize(&reply.text, false),
+        };
+        let completion_tokens = reply.completion_tokens.unwrap_or(tokens.len() as u64);
+        self.usage.cloud_prompt_tokens += prompt_tokens;
+        self.usage.cloud_completion_tokens += completion_tokens;
+        let cost = self
+            .budget
+            .get()
+            .prices
+            .cost(prompt_tokens, completion_tokens);
+        // The cloud's end of turn is kept apart: it is never decoded, it ends the reply.
+        let end = tokens.iter().position(|&t| self.edge.is_end_of_turn(t));
+        let ends_turn = end.is_some() || (reply.stopped && tokens.len() < max_tokens as usize);
+        tokens.truncate(end.unwrap_or(tokens.len()));
+        if tokens.is_empty() {
+            self.controller.record(0, 0, cost);
+            if ends_turn {
+                return Ok(Some(Err(Stopped)));
+            }
+            self.cloud_failed(
+                &CloudError::Malformed {
+                    detail: "the reply held no tokens".into(),
+                },
+                sink,
+            );
+            return Ok(None);
+        }
+        self.cloud_failures = 0;
+        let start = self.edge.tokens().len();
+        let steps = self.edge.extend(&tokens, Outputs::All, &mut self.sampler)?;
+        // Position i of the span was predicted by the step before it.
+        let mut kept = vec![Emitted {
+            id: tokens[0],
+            source: TokenSource::Cloud,
+            score,
+            edge_candidate: Some(step.token),
+            request_ms: Some(request_ms),
+        }];
+        for (i, &token) in tokens.iter().enumerate().skip(1) {
+            let before = &steps[i - 1];
+            let position_score = self.router.score(&before.features());
+            if !(self.controller.wants_cloud(position_score) || before.token == token) {
+                break;
+            }
+            kept.push(Emitted {
+                id: token,
+                source: TokenSource::Cloud,
+                score: position_score,
+                edge_candidate: Some(before.token),
+                request_ms: Some(request_ms),
+            });
+        }
+        if kept.len() < tokens.len() {
+            self.edge.truncate(start + kept.len());
+        }
+        self.usage.cloud_tokens += kept.len() as u32;
+        self.controller.record(0, kept.len() as u32, cost);
+        if ends_turn && kept.len() == tokens.len() {
+            for token in kept {
+                self.emit(token, sink);
+            }
+            return Ok(Some(Err(Stopped)));
+        }
+        let next = steps[kept.len() - 1].clone();
+        Ok(Some(Ok((kept, next))))
+    }
+
+    fn cloud_failed(&mut self, error: &CloudError, sink: &mut dyn EventSink) {
+        self.cloud_failures += 1;
+        sink.emit(Event::Notice {
+            kind: NoticeKind::CloudError,
+            message: format!("{error}; used the local token instead"),
+        });
+        if self.cloud_failures == MAX_CLOUD_FAILURES {
+            sink.emit(Event::Notice {
+                kind: NoticeKind::CloudUnavailable,
+                message: "the cloud failed repeatedly; finishing this reply locally".into(),
+            });
+        }
+    }
+
+    fn emit(&mut self, token: Emitted, sink: &mut dyn EventSink) -> bool {
+        let text = self.text.push(&self.edge.piece(token.id));
+        sink.emit(Event::Token {
+            text,
+            id: token.id,
+            source: token.source,
+            score: token.score,
+            edge_candidate: token.edge_candidate.map(|t| self.edge.piece_text(t)),
+            request_ms: token.request_ms,
+        })
+    }
+}
+
+/// The cloud ended the reply.
+struct Stopped;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,491 @@
+//! The loop on a scripted edge model and an in-process scripted cloud.
+
+use super::*;
+use crate::budget::CloudBudget;
+use crate::cloud::CloudReply;
+use crate::router::EntropyRouter;
+use crate::signals::Signals;
+
+/// Token 0 ends the turn; the edge predicts `last + 1`; its entropy at position `p` is
+/// `entropy(p)`.
+struct ScriptedEdge {
+    cached: Vec<TokenId>,
+    entropy: fn(usize) -> f32,
+    capacity: usize,
+}
+
+impl ScriptedEdge {
+    fn new(entropy: fn(usize) -> f32) -> Self {
+        Self {
+            cached: Vec::new(),
+            entropy,
+            capacity: 4096,
+        }
+    }
+}
+
+impl EdgeModel for ScriptedEdge {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn tokenize(&self, text: &str, _: bool) -> Vec<TokenId> {
+        text.split_whitespace()
+            .filter_map(|w| w.strip_prefix('w')?.parse().ok())
+            .collect()
+    }
+    fn piece(&self, token: TokenId) -> Vec<u8> {
+        format!("w{token} ").into_bytes()
+    }
+    fn is_end_of_turn(&self, token: TokenId) -> bool {
+        token == 0
+    }
+    fn context_size(&self) -> usize {
+        self.capacity
+    }
+    fn tokens(&self) -> &[TokenId] {
+        &self.cached
+    }
+    fn extend(
+        &mut self,
+        tokens: &[TokenId],
+        outputs: Outputs,
+        _: &mut Sampler,
+    ) -> Result<Vec<Step>, EdgeError> {
+        let mut steps = Vec::new();
+        for (i, &t) in tokens.iter().enumerate() {
+            self.cached.push(t);
+            if outputs == Outputs::All || i + 1 == tokens.len() {
+                let entropy = (self.entropy)(self.cached.len());
+                steps.push(Step {
+                    token: t + 1,
+                    signals: Signals {
+                        top1_prob: 0.5,
+                        margin: 0.1,
+                        entropy,
+                    },
+                    hidden: None,
+                });
+            }
+        }
+        Ok(steps)
+    }
+    fn truncate(&mut self, len: usize) {
+        self.cached.truncate(len);
+    }
+}
+
+/// Answers `offset + last`, `offset + last + 1`, … ; fails while `failures` > 0.
+struct ScriptedCloud {
+    offset: TokenId,
+    requests: u32,
+    failures: u32,
+    stop_after: Option<u32>,
+}
+
+impl ScriptedCloud {
+    fn new(offset: TokenId) -> Self {
+        Self {
+            offset,
+            requests: 0,
+            failures: 0,
+            stop_after: None,
+        }
+    }
+}
+
+impl Cloud for ScriptedCloud {
+    fn endpoint(&self) -> &str {
+        "scripted://cloud"
+    }
+    fn shares_vocab(&mut self, _: &[TokenId]) -> bool {
+        true
+    }
+    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+        self.requests += 1;
+        if self.failures > 0 {
+            self.failures -= 1;
+            return Err(CloudError::Unreachable {
+                endpoint: "scripted".into(),
+                detail: "refused".into(),
+            });
+        }
+        if self.stop_after.is_some_and(|n| self.requests > n) {
+            return Ok(CloudReply {
+                ids: Some(vec![0]),
+                stopped: true,
+                ..CloudReply::default()
+            });
+        }
+        let last = *request.ids.last().unwrap();
+        let ids: Vec<TokenId> = (0..request.max_tokens as TokenId)
+            .map(|i| self.offset + last + i)
+            .collect();
+        Ok(CloudReply {
+            ids: Some(ids.clone()),
+            text: String::new(),
+            stopped: false,
+            prompt_tokens: Some(request.ids.len() as u64),
+            completion_tokens: Some(ids.len() as u64),
+        })
+    }
+}
+
+fn run(
+    edge: &mut ScriptedEdge,
+    cloud: Option<&mut ScriptedCloud>,
+    budget: CloudBudget,
+    max_tokens: u32,
+) -> Vec<Event> {
+    let live = LiveBudget::new(budget);
+    let mut events = Vec::new();
+    let collaboration = Collaboration {
+        edge,
+        cloud: cloud.map(|c| c as &mut dyn Cloud),
+        router: &EntropyRouter,
+        budget: &live,
+    };
+    let options = DecodeOptions {
+        max_tokens,
+        ..DecodeOptions::default()
+    };
+    generate(collaboration, &[5, 6, 7], &options, &mut |e: Event| {
+        events.push(e);
+        true
+    })
+    .unwrap();
+    events
+}
+
+fn tokens(events: &[Event]) -> Vec<(TokenId, TokenSource)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Token { id, source, .. } => Some((*id, *source)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn finished(events: &[Event]) -> (FinishReason, Usage) {
+    match events.last() {
+        Some(Event::Finished { reason, usage, .. }) => (*reason, *usage),
+        other => panic!("last event is not finished: {other:?}"),
+    }
+}
+
+#[test]
+fn budget_off_never_calls_the_cloud() {
+    let mut cloud = ScriptedCloud::new(1000);
+    let events = run(
+        &mut ScriptedEdge::new(|_| 5.0),
+        Some(&mut cloud),
+        CloudBudget::off(),
+        50,
+    );
+    assert_eq!(cloud.requests, 0);
+    let (reason, usage) = finished(&events);
+    assert_eq!(reason, FinishReason::Length);
+    assert_eq!((usage.edge_tokens, usage.cloud_tokens), (50, 0));
+    assert!(tokens(&events).iter().all(|(_, s)| *s == TokenSource::Edge));
+}
+
+#[test]
+fn routed_share_stays_within_the_budget_plus_one_span() {
+    let mut cloud = ScriptedCloud::new(1000);
+    // Uncertain everywhere, so the budget alone limits the cloud.
+    let events = run(
+        &mut ScriptedEdge::new(|p| (p % 7) as f32),
+        Some(&mut cloud),
+        CloudBudget::share(0.15),
+        100,
+    );
+    let (_, usage) = finished(&events);
+    assert_eq!(usage.edge_tokens + usage.cloud_tokens, 100);
+    assert!(usage.cloud_tokens <= 15 + 4, "{usage:?}");
+    assert!(
+        usage.cloud_tokens >= 5 && usage.edge_tokens > 0,
+        "{usage:?}"
+    );
+    assert_eq!(usage.cloud_requests, cloud.requests);
+    assert!(usage.cloud_prompt_tokens > 0);
+}
+
+#[test]
+fn cloud_tokens_carry_the_replaced_edge_token_and_latency() {
+    let mut cloud = ScriptedCloud::new(1000);
+    let events = run(
+        &mut ScriptedEdge::new(|_| 5.0),
+        Some(&mut cloud),
+        CloudBudget::share(1.0),
+        8,
+    );
+    let first = events
+        .iter()
+        .find(|e| matches!(e, Event::Token { .. }))
+        .unwrap();
+    match first {
+        Event::Token {
+            id,
+            source,
+            edge_candidate,
+            request_ms,
+            text,
+            ..
+        } => {
+            assert_eq!(*source, TokenSource::Cloud);
+            assert_eq!(*id, 1007, "cloud continues from the last prompt token 7");
+            assert_eq!(
+                edge_candidate.as_deref(),
+                Some("w8 "),
+                "the edge would have said 8"
+            );
+            assert!(request_ms.is_some());
+            assert_eq!(text, "w1007 ");
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
+    // Confident edge (entropy 0): span positions are kept only where the edge agrees.
+    // The cloud answers last+1000, last+1001, ...: after the first cloud token t the edge
+    // predicts t+1, which is exactly the cloud's next token, so the whole span is kept.
+    let mut edge = ScriptedEdge::new(|_| 0.0);
+    let mut cloud = ScriptedCloud::new(1000);
+    let live = LiveBudget::new(CloudBudget::share(1.0));
+    let mut reply = Reply {
+        edge: &mut edge,
+        cloud: Some(&mut cloud),
+        router: &crate::router::FixedRouter(1.0),
+        budget: &live,
+        controller: ReplyBudget::new(0.5, 0.0),
+        sampler: Sampler::new(SamplingParams::default()),
+        text: Utf8Stream::default(),
+        usage: Usage::default(),
+        timings: Timings::default(),
+        cloud_failures: 0,
+        as_ids: true,
+    };
+    let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
+    let mut sink = |_: Event| true;
+    let (kept, next) = reply
+        .ask_cloud(&step, 1.0, 4, &mut sink)
+        .unwrap()
+        .unwrap()
+        .ok()
+        .unwrap();
+    assert_eq!(
+        kept.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![1003, 1004, 1005, 1006]
+    );
+    assert_eq!(next.token, 1007);
+
+    // A cloud that jumps (offset grows per token) disagrees with a confident edge: only the
+    // first token survives and the cache is rolled back to it.
+    struct Jumping;
+    impl Cloud for Jumping {
+        fn endpoint(&self) -> &str {
+            "jumping"
+        }
+        fn shares_vocab(&mut self, _: &[TokenId]) -> bool {
+            true
+        }
+        fn complete(&mut self, _: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+            Ok(CloudReply {
+                ids: Some(vec![50, 60, 70, 80]),
+                ..CloudReply::default()
+            })
+        }
+    }
+    let mut edge = ScriptedEdge::new(|_| 0.0);
+    let mut jumping = Jumping;
+    let mut reply = Reply {
+        edge: &mut edge,
+        cloud: Some(&mut jumping),
+        router: &EntropyRouter,
+        budget: &live,
+        controller: ReplyBudget::new(0.5, 0.0),
+        sampler: Sampler::new(SamplingParams::default()),
+        text: Utf8Stream::default(),
+        usage: Usage::default(),
+        timings: Timings::default(),
+        cloud_failures: 0,
+        as_ids: true,
+    };
+    let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
+    let (kept, next) = reply
+        .ask_cloud(&step, 1.0, 4, &mut sink)
+        .unwrap()
+        .unwrap()
+        .ok()
+        .unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(reply.edge.tokens(), &[1, 2, 3, 50]);
+    assert_eq!(
+        next.token, 51,
+        "the next step is the edge's reading after the kept token"
+    );
+    assert_eq!(
+        reply.usage.cloud_completion_tokens, 4,
+        "rejected tokens were still billed"
+    );
+}
+
+#[test]
+fn a_failing_cloud_falls_back_to_the_edge_and_says_so() {
+    let mut cloud = ScriptedCloud::new(1000);
+    cloud.failures = 100;
+    let events = run(
+        &mut ScriptedEdge::new(|_| 5.0),
+        Some(&mut cloud),
+        CloudBudget::share(1.0),
+        30,
+    );
+    let (reason, usage) = finished(&events);
+    assert_eq!(reason, FinishReason::Length);
+    assert_eq!(usage.edge_tokens, 30, "the reply finished locally");
+    assert_eq!(
+        cloud.requests, MAX_CLOUD_FAILURES,
+        "stopped asking after repeated failures"
+    );
+    let notices: Vec<NoticeKind> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { kind, .. } => Some(*kind),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notices,
+        vec![
+            NoticeKind::CloudError,
+            NoticeKind::CloudError,
+            NoticeKind::CloudUnavailable
+        ]
+    );
+}
+
+#[test]
+fn one_failure_then_recovery_keeps_using_the_cloud() {
+    let mut cloud = ScriptedCloud::new(1000);
+    cloud.failures = 1;
+    let events = run(
+        &mut ScriptedEdge::new(|_| 5.0),
+        Some(&mut cloud),
+        CloudBudget::share(1.0),
+        20,
+    );
+    let (_, usage) = finished(&events);
+    assert!(usage.cloud_tokens >= 16, "{usage:?}");
+    assert_eq!(
+        usage.edge_tokens, 1,
+        "only the failed position used the edge token"
+    );
+}
+
+#[test]
+fn the_cloud_can_end_the_reply() {
+    let mut cloud = ScriptedCloud::new(1000);
+    cloud.stop_after = Some(1);
+    let events = run(
+        &mut ScriptedEdge::new(|_| 5.0),
+        Some(&mut cloud),
+        CloudBudget::share(1.0),
+        50,
+    );
+    let (reason, usage) = finished(&events);
+    assert_eq!(reason, FinishReason::Stop);
+    assert_eq!(usage.cloud_tokens, 4);
+}
+
+#[test]
+fn the_edge_end_of_turn_stops_the_reply() {
+    let mut edge = ScriptedEdge::new(|_| 0.0);
+    let live = LiveBudget::new(CloudBudget::off());
+    let mut events = Vec::new();
+    let c = Collaboration {
+        edge: &mut edge,
+        cloud: None,
+        router: &EntropyRouter,
+        budget: &live,
+    };
+    // The edge predicts last + 1: from -3 it reaches 0 (end of turn) after -2, -1.
+    generate(c, &[-3], &DecodeOptions::default(), &mut |e: Event| {
+        events.push(e);
+        true
+    })
+    .unwrap();
+    assert_eq!(tokens(&events).len(), 2);
+    assert_eq!(finished(&events).0, FinishReason::Stop);
+}
+
+#[test]
+fn a_sink_that_says_stop_cancels_the_reply() {
+    let mut edge = ScriptedEdge::new(|_| 0.0);
+    let live = LiveBudget::new(CloudBudget::off());
+    let mut events = Vec::new();
+    let c = Collaboration {
+        edge: &mut edge,
+        cloud: None,
+        router: &EntropyRouter,
+        budget: &live,
+    };
+    generate(c, &[1], &DecodeOptions::default(), &mut |e: Event| {
+        let is_token = matches!(e, Event::Token { .. });
+        events.push(e);
+        !is_token || tokens(&events).len() < 3
+    })
+    .unwrap();
+    assert_eq!(tokens(&events).len(), 3);
+    assert_eq!(finished(&events).0, FinishReason::Cancelled);
+}
+
+#[test]
+fn turning_the_budget_off_mid_reply_stops_cloud_requests_at_the_next_token() {
+    let mut edge = ScriptedEdge::new(|_| 5.0);
+    let mut cloud = ScriptedCloud::new(1000);
+    let live = LiveBudget::new(CloudBudget::share(1.0));
+    let switch = live.clone();
+    let mut events = Vec::new();
+    let c = Collaboration {
+        edge: &mut edge,
+        cloud: Some(&mut cloud),
+        router: &EntropyRouter,
+        budget: &live,
+    };
+    let options = DecodeOptions {
+        max_tokens: 40,
+        ..DecodeOptions::default()
+    };
+    generate(c, &[1], &options, &mut |e: Event| {
+        if matches!(e, Event::Token { .. }) && tokens(&events).len() == 7 {
+            switch.set(CloudBudget::off());
+        }
+        events.push(e);
+        true
+    })
+    .unwrap();
+    let sources: Vec<TokenSource> = tokens(&events).into_iter().map(|(_, s)| s).collect();
+    assert!(sources[..8].iter().all(|s| *s == TokenSource::Cloud));
+    assert!(
+        sources[8..].iter().all(|s| *s == TokenSource::Edge),
+        "{sources:?}"
+    );
+    assert_eq!(cloud.requests, 2);
+}
+
+#[test]
+fn a_full_context_ends_the_reply_with_a_notice() {
+    let mut edge = ScriptedEdge::new(|_| 0.0);
+    edge.capacity = 20;
+    let events = run(&mut edge, None, CloudBudget::off(), 100);
+    assert_eq!(finished(&events).0, FinishReason::ContextFull);
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Notice {
+            kind: NoticeKind::ContextFull,
+            ..
+        }
+    )));
+}

@@ -1,0 +1,118 @@
+//! What the collaborative loop needs from the local (edge) model.
+//!
+//! The loop is written against this trait, not against llama.cpp, so it runs the same on the
+//! real engine ([`crate::local`]) and on a scripted model in tests; and the router never sees
+//! a llama type.
+
+use crate::router::Features;
+use crate::sampling::Sampler;
+use crate::signals::Signals;
+
+/// A token id in the edge model's vocabulary.
+pub type TokenId = i32;
+
+/// The edge model's reading of one position: what it would emit next and how sure it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The token the sampler picked (the argmax when decoding greedily).
+    pub token: TokenId,
+    /// Confidence of the distribution at this position.
+    pub signals: Signals,
+    /// Last-layer hidden state, when the engine computes it.
+    pub hidden: Option<Vec<f32>>,
+}
+
+impl Step {
+    /// The router's view of this position.
+    pub fn features(&self) -> Features<'_> {
+        Features {
+            signals: self.signals,
+            hidden: self.hidden.as_deref(),
+        }
+    }
+}
+
+/// Which positions of a decoded batch need a [`Step`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outputs {
+    /// Only the last one (prompt prefill).
+    Last,
+    /// Every one (cloud spans, whose positions are all checked).
+    All,
+}
+
+/// Why the edge model could not decode.
+#[derive(Debug, thiserror::Error)]
+pub enum EdgeError {
+    /// The context window cannot hold more tokens.
+    #[error("the context window is full ({capacity} tokens)")]
+    ContextFull {
+        /// Context size in tokens.
+        capacity: usize,
+    },
+    /// llama.cpp refused the batch.
+    #[error("the edge model failed to decode: {0}")]
+    Decode(String),
+}
+
+/// A local model with a KV cache that the loop extends, rolls back and reads.
+pub trait EdgeModel {
+    /// A short name for events and logs.
+    fn name(&self) -> &str;
+    /// Tokenizes text; `special` parses control tokens such as `<|im_start|>`.
+    fn tokenize(&self, text: &str, special: bool) -> Vec<TokenId>;
+    /// The bytes a token stands for (control tokens rendered as their text).
+    fn piece(&self, token: TokenId) -> Vec<u8>;
+    /// Whether the token ends the model's turn.
+    fn is_end_of_turn(&self, token: TokenId) -> bool;
+    /// Context window size in tokens.
+    fn context_size(&self) -> usize;
+    /// The tokens the KV cache holds, in order.
+    fn tokens(&self) -> &[TokenId];
+    /// Appends tokens to the cache and reads the requested positions.
+    fn extend(
+        &mut self,
+        tokens: &[TokenId],
+        outputs: Outputs,
+        sampler: &mut Sampler,
+    ) -> Result<Vec<Step>, EdgeError>;
+    /// Drops every cached token from position `len` on.
+    fn truncate(&mut self, len: usize);
+
+    /// Makes the cache hold exactly `prompt`, decoding only what differs from what is
+    /// cached (so a chat never re-reads its history). Returns the step after the prompt and
+    /// how many tokens were decoded.
+    fn sync(
+        &mut self,
+        prompt: &[TokenId],
+        sampler: &mut Sampler,
+    ) -> Result<(Step, usize), EdgeError> {
+        let cached = self.tokens();
+        let mut common = cached
+            .iter()
+            .zip(prompt)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // The last prompt token is always decoded again: its logits are the next step.
+        common = common.min(prompt.len().saturating_sub(1));
+        self.truncate(common);
+        let suffix = &prompt[common..];
+        let step = self
+            .extend(suffix, Outputs::Last, sampler)?
+            .pop()
+            .ok_or_else(|| EdgeError::Decode("empty prompt".into()))?;
+        Ok((step, suffix.len()))
+    }
+
+    /// Text of a token for display (lossy for a token that ends mid-character).
+    fn piece_text(&self, token: TokenId) -> String {
+        String::from_utf8_lossy(&self.piece(token)).into_owned()
+    }
+
+    /// The cached tokens rendered as text, control tokens included (what a cloud that does
+    /// not share the vocabulary is sent).
+    fn text_of(&self, tokens: &[TokenId]) -> String {
+        let bytes: Vec<u8> = tokens.iter().flat_map(|&t| self.piece(t)).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}

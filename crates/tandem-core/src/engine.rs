@@ -1,0 +1,177 @@
+//! From settings to a working chat: load the edge model, build the router and the cloud
+//! client, and run turns with the KV cache kept between them.
+//!
+//! The CLI, the desktop app and the evaluation all start here, so a setting means the same
+//! thing everywhere.
+
+use crate::budget::LiveBudget;
+use crate::cloud::{Cloud, CloudClient, CloudConfig, CloudError};
+use crate::config::Config;
+use crate::decode::{self, Collaboration, DecodeOptions};
+use crate::edge::{EdgeError, EdgeModel};
+use crate::event::{Event, EventSink, Usage};
+use crate::local::{default_threads, EdgeWeights, LoadError, LocalModel, LocalOptions};
+use crate::models::{self, ModelError};
+use crate::paths::Paths;
+use crate::router::{self, ModelPair, Router};
+use crate::secrets;
+use std::time::Duration;
+
+/// Why an engine could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The edge model could not be found.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The edge model could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The cloud client could not be built.
+    #[error(transparent)]
+    Cloud(#[from] CloudError),
+}
+
+/// A loaded edge model with its router and cloud settings.
+pub struct Engine {
+    weights: EdgeWeights,
+    router: Box<dyn Router>,
+    cloud: Option<CloudConfig>,
+    options: LocalOptions,
+    decode: DecodeOptions,
+    budget: LiveBudget,
+    notices: Vec<String>,
+}
+
+impl Engine {
+    /// Loads what `config` names.
+    pub fn open(config: &Config, paths: &Paths) -> Result<Engine, OpenError> {
+        let path = models::resolve(&config.edge, &paths.models())?;
+        let weights = EdgeWeights::load(&path, &config.edge)?;
+        let mut notices = Vec::new();
+        let pair = ModelPair {
+            edge_sha256: match models::find(&config.edge) {
+                Some(entry) => entry.sha256,
+                None if config.router.kind == router::RouterKind::Mlp => {
+                    models::sha256_file(&path)?
+                }
+                None => String::new(),
+            },
+            cloud: config.cloud.model.clone().unwrap_or_default(),
+        };
+        let (router, notice) =
+            router::build(config.router.kind, config.router.path.as_deref(), &pair);
+        notices.extend(notice);
+        let cloud = (!config.cloud.url.is_empty()).then(|| {
+            let mut c = CloudConfig::new(&config.cloud.url);
+            c.model = config.cloud.model.clone();
+            c.api_key = secrets::api_key();
+            c.request_timeout = Duration::from_secs_f32(config.cloud.timeout_secs.max(0.1));
+            c
+        });
+        let options = LocalOptions {
+            n_ctx: config.context,
+            threads: config.threads.unwrap_or_else(default_threads),
+            hidden_state: router.needs_hidden_state(),
+        };
+        let decode = DecodeOptions {
+            max_tokens: config.max_tokens,
+            span: config.cloud.span.max(1),
+            sampling: config.sampling,
+            spent_today_usd: 0.0,
+        };
+        Ok(Engine {
+            weights,
+            router,
+            cloud,
+            options,
+            decode,
+            budget: LiveBudget::new(config.budget),
+            notices,
+        })
+    }
+
+    /// Things the user should know about how the engine started (e.g. a router fallback).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The budget, shared with whoever changes it while replies run.
+    pub fn budget(&self) -> &LiveBudget {
+        &self.budget
+    }
+
+    /// The cloud endpoint, if one is configured.
+    pub fn cloud_url(&self) -> Option<&str> {
+        self.cloud.as_ref().map(|c| c.base_url.as_str())
+    }
+
+    /// A new conversation with its own KV cache.
+    pub fn chat(&self) -> Result<Chat<'_>, OpenError> {
+        let cloud = self.cloud.clone().map(CloudClient::new).transpose()?;
+        Ok(Chat {
+            engine: self,
+            edge: self.weights.session(&self.options)?,
+            cloud,
+            messages: Vec::new(),
+        })
+    }
+}
+
+/// One conversation: its messages and the KV cache that holds them.
+pub struct Chat<'e> {
+    engine: &'e Engine,
+    edge: LocalModel<'e>,
+    cloud: Option<CloudClient>,
+    messages: Vec<(String, String)>,
+}
+
+impl Chat<'_> {
+    /// Adds a system prompt (before the first turn).
+    pub fn system(&mut self, text: &str) {
+        self.messages.push(("system".into(), text.into()));
+    }
+
+    /// Sends a user message and streams the reply into `sink`. The reply joins the history.
+    pub fn send(&mut self, user: &str, sink: &mut dyn EventSink) -> Result<Usage, ChatError> {
+        self.messages.push(("user".into(), user.into()));
+        let turns: Vec<(&str, &str)> = self
+            .messages
+            .iter()
+            .map(|(r, c)| (r.as_str(), c.as_str()))
+            .collect();
+        let prompt_text = self.engine.weights.chat_prompt(&turns)?;
+        let prompt = self.edge.tokenize(&prompt_text, true);
+        let mut reply = String::new();
+        let mut collect = |event: Event| {
+            if let Event::Token { text, .. } = &event {
+                reply.push_str(text);
+            }
+            sink.emit(event)
+        };
+        let collaboration = Collaboration {
+            edge: &mut self.edge,
+            cloud: self.cloud.as_mut().map(|c| c as &mut dyn Cloud),
+            router: self.engine.router.as_ref(),
+            budget: &self.engine.budget,
+        };
+        let usage = decode::generate(collaboration, &prompt, &self.engine.decode, &mut collect)?;
+        self.messages.push(("assistant".into(), reply));
+        Ok(usage)
+    }
+
+    /// Forgets the conversation (the KV cache is reused from its first differing token).
+    pub fn reset(&mut self) {
+        self.messages.retain(|(role, _)| role == "system");
+    }
+}
+
+/// Why a turn failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    /// The chat could not be rendered.
+    #[error(transparent)]
+    Template(#[from] LoadError),
+    /// The edge model failed.
+    #[error(transparent)]
+    Edge(#[from] EdgeError),
+}

@@ -1,0 +1,44 @@
+//! Tandem's engine: token-level routed decoding between a small local (edge) model and a
+//! large OpenAI-compatible (cloud) model.
+//!
+//! The edge model decodes every token; for each position a [`router`] scores how much the
+//! token matters, the [`budget`] decides whether the cloud may supply it, and [`decode`]
+//! feeds cloud tokens back into the edge's KV cache so generation continues from exactly
+//! the text the user sees. Everything a generation does is reported as [`event::Event`]s.
+//!
+//! ```no_run
+//! use tandem_core::budget::{CloudBudget, LiveBudget};
+//! use tandem_core::decode::{generate, Collaboration, DecodeOptions};
+//! use tandem_core::edge::EdgeModel;
+//! use tandem_core::event::Event;
+//! use tandem_core::local::{EdgeWeights, LocalOptions};
+//! use tandem_core::router::EntropyRouter;
+//!
+//! let weights = EdgeWeights::load("qwen.gguf".as_ref(), "qwen")?;
+//! let mut edge = weights.session(&LocalOptions::default())?;
+//! let prompt = edge.tokenize(&weights.chat_prompt(&[("user", "Why is the sky blue?")])?, true);
+//! let budget = LiveBudget::new(CloudBudget::off());
+//! let collaboration = Collaboration { edge: &mut edge, cloud: None, router: &EntropyRouter, budget: &budget };
+//! generate(collaboration, &prompt, &DecodeOptions::default(), &mut |e: Event| {
+//!     if let Event::Token { text, .. } = e { print!("{text}") }
+//!     true
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod atomic;
+pub mod budget;
+pub mod cloud;
+pub mod config;
+pub mod decode;
+pub mod edge;
+pub mod engine;
+pub mod event;
+pub mod local;
+pub mod models;
+pub mod paths;
+pub mod router;
+pub mod sampling;
+pub mod secrets;
+pub mod signals;
+pub mod utf8_stream;

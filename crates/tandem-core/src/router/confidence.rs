@@ -1,0 +1,83 @@
+//! Routers that need no training: they read the edge model's own confidence.
+
+use super::{Features, Router};
+
+/// Always the same score: `0` for edge-only, `1` for cloud-only.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedRouter(pub f32);
+
+impl Router for FixedRouter {
+    fn name(&self) -> &str {
+        if self.0 > 0.0 {
+            "cloud-only"
+        } else {
+            "edge-only"
+        }
+    }
+
+    fn score(&self, _: &Features<'_>) -> f32 {
+        self.0
+    }
+}
+
+/// Scores by entropy: `1 - exp(-H)`, so a certain distribution scores 0 and a spread one nears 1.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EntropyRouter;
+
+impl Router for EntropyRouter {
+    fn name(&self) -> &str {
+        "entropy"
+    }
+
+    fn score(&self, f: &Features<'_>) -> f32 {
+        1.0 - (-f.signals.entropy).exp()
+    }
+}
+
+/// Scores by the gap between the two best tokens: `1 - (p1 - p2)`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MarginRouter;
+
+impl Router for MarginRouter {
+    fn name(&self) -> &str {
+        "margin"
+    }
+
+    fn score(&self, f: &Features<'_>) -> f32 {
+        (1.0 - f.signals.margin).clamp(0.0, 1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signals::Signals;
+
+    fn features(top1_prob: f32, margin: f32, entropy: f32) -> Features<'static> {
+        Features {
+            signals: Signals {
+                top1_prob,
+                margin,
+                entropy,
+            },
+            hidden: None,
+        }
+    }
+
+    #[test]
+    fn uncertain_positions_score_higher() {
+        let sure = features(0.99, 0.98, 0.05);
+        let unsure = features(0.4, 0.05, 2.0);
+        for router in [&EntropyRouter as &dyn Router, &MarginRouter] {
+            let (a, b) = (router.score(&sure), router.score(&unsure));
+            assert!(a < b, "{a} !< {b}");
+            assert!((0.0..=1.0).contains(&a) && (0.0..=1.0).contains(&b));
+        }
+    }
+
+    #[test]
+    fn fixed_routers_ignore_the_features() {
+        assert_eq!(FixedRouter(1.0).score(&features(0.99, 0.9, 0.0)), 1.0);
+        assert_eq!(FixedRouter(0.0).score(&features(0.1, 0.0, 5.0)), 0.0);
+    }
+}

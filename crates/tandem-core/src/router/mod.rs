@@ -1,0 +1,157 @@
+//! Routers: from the edge model's state at one position to a criticality score in `[0, 1]`.
+//!
+//! A high score means "this token matters and the edge model may get it wrong". Routers are
+//! pure functions of [`Features`]; whether a scored token actually goes to the cloud is the
+//! budget's decision ([`crate::budget`]), so a router never sees money or counts.
+
+mod confidence;
+mod mlp;
+
+pub use confidence::{EntropyRouter, FixedRouter, MarginRouter};
+pub use mlp::{MlpError, MlpRouter, ModelPair};
+
+use crate::signals::Signals;
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// What a router may look at for one position.
+#[derive(Debug, Clone, Copy)]
+pub struct Features<'a> {
+    /// Confidence signals from the logits.
+    pub signals: Signals,
+    /// The edge model's last-layer hidden state, when the engine computed it.
+    pub hidden: Option<&'a [f32]>,
+}
+
+/// Maps one position's features to a criticality score.
+pub trait Router: Send + Sync {
+    /// The name shown to users.
+    fn name(&self) -> &str;
+    /// Score in `[0, 1]`; higher means more worth sending to the cloud.
+    fn score(&self, features: &Features<'_>) -> f32;
+    /// Whether [`Features::hidden`] must be provided (costs a slower prefill).
+    fn needs_hidden_state(&self) -> bool {
+        false
+    }
+    /// The score threshold that sends about `share` of tokens to the cloud, where the router
+    /// knows it (a calibrated router does); the budget controller starts from it.
+    fn threshold_for_share(&self, share: f32) -> f32 {
+        1.0 - share
+    }
+}
+
+/// The routers a user can pick by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouterKind {
+    /// Never ask the cloud.
+    EdgeOnly,
+    /// Ask the cloud for every token.
+    CloudOnly,
+    /// Route uncertain positions: high entropy of the edge distribution.
+    Entropy,
+    /// Route positions where the two best tokens are close.
+    Margin,
+    /// A trained MLP on the hidden state and the signals.
+    Mlp,
+}
+
+impl RouterKind {
+    /// Every kind, in the order the CLI lists them.
+    pub const ALL: [RouterKind; 5] = [
+        RouterKind::EdgeOnly,
+        RouterKind::CloudOnly,
+        RouterKind::Entropy,
+        RouterKind::Margin,
+        RouterKind::Mlp,
+    ];
+
+    /// The name users type.
+    pub fn name(self) -> &'static str {
+        match self {
+            RouterKind::EdgeOnly => "edge-only",
+            RouterKind::CloudOnly => "cloud-only",
+            RouterKind::Entropy => "entropy",
+            RouterKind::Margin => "margin",
+            RouterKind::Mlp => "mlp",
+        }
+    }
+}
+
+impl std::fmt::Display for RouterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for RouterKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RouterKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = RouterKind::ALL.iter().map(|k| k.name()).collect();
+                format!(
+                    "unknown router '{s}' (expected one of: {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// Builds the router a user picked. An MLP router trained for another model pair (or a
+/// broken file) is not used: the entropy router takes over and the returned message says why.
+pub fn build(
+    kind: RouterKind,
+    mlp_path: Option<&std::path::Path>,
+    pair: &ModelPair,
+) -> (Box<dyn Router>, Option<String>) {
+    match kind {
+        RouterKind::EdgeOnly => (Box::new(FixedRouter(0.0)), None),
+        RouterKind::CloudOnly => (Box::new(FixedRouter(1.0)), None),
+        RouterKind::Entropy => (Box::new(EntropyRouter), None),
+        RouterKind::Margin => (Box::new(MarginRouter), None),
+        RouterKind::Mlp => {
+            let loaded = match mlp_path {
+                Some(path) => MlpRouter::load(path, Some(pair)).map_err(|e| e.to_string()),
+                None => Err("no router file is configured".to_owned()),
+            };
+            match loaded {
+                Ok(router) => (Box::new(router), None),
+                Err(why) => (
+                    Box::new(EntropyRouter),
+                    Some(format!("{why}; using the entropy router instead")),
+                ),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_mlp_router_falls_back_to_entropy_and_says_why() {
+        let pair = ModelPair {
+            edge_sha256: "e".into(),
+            cloud: "c".into(),
+        };
+        let (router, notice) = build(RouterKind::Mlp, None, &pair);
+        assert_eq!(router.name(), "entropy");
+        assert!(notice.unwrap().contains("no router file"));
+        let (router, notice) = build(RouterKind::Margin, None, &pair);
+        assert_eq!((router.name(), notice), ("margin", None));
+    }
+
+    #[test]
+    fn router_names_round_trip_and_unknown_names_list_the_choices() {
+        for kind in RouterKind::ALL {
+            assert_eq!(kind.name().parse::<RouterKind>().unwrap(), kind);
+        }
+        let err = "magic".parse::<RouterKind>().unwrap_err();
+        assert!(err.contains("entropy") && err.contains("magic"), "{err}");
+    }
+}

@@ -1,0 +1,140 @@
+//! The cloud client against the project's fake OpenAI server on 127.0.0.1: every failure a
+//! user can meet becomes a typed error, and retries happen only where they help.
+
+use std::time::{Duration, Instant};
+use tandem_core::cloud::{ApiKey, Cloud, CloudClient, CloudConfig, CloudError, CloudRequest};
+use tandem_fake_cloud::{FakeCloud, Fault, Script};
+
+fn client(fake: &FakeCloud) -> CloudClient {
+    let mut config = CloudConfig::new(fake.base_url());
+    config.request_timeout = Duration::from_millis(800);
+    CloudClient::new(config).unwrap()
+}
+
+fn ask(
+    client: &mut CloudClient,
+    max_tokens: u32,
+) -> Result<tandem_core::cloud::CloudReply, CloudError> {
+    let text = || "<|im_start|>user\nhi<|im_end|>\n".to_owned();
+    client.complete(&CloudRequest {
+        ids: &[1, 2, 3],
+        text: &text,
+        max_tokens,
+    })
+}
+
+#[test]
+fn text_prompts_go_out_when_the_server_cannot_tokenize() {
+    let fake = FakeCloud::start(Script::cycle(&[" sky", " blue"])).unwrap();
+    let mut c = client(&fake);
+    assert!(!c.shares_vocab(&[1, 2]), "no /tokenize: vocab not shared");
+    let reply = ask(&mut c, 3).unwrap();
+    assert_eq!(reply.text, " sky blue sky");
+    assert_eq!(reply.ids, None);
+    assert_eq!(reply.completion_tokens, Some(3));
+    let sent = &fake.recorded()[0].body;
+    assert_eq!(sent["prompt"], "<|im_start|>user\nhi<|im_end|>\n");
+    assert_eq!(sent["max_tokens"], 3);
+    assert_eq!(sent["temperature"], 0.0);
+}
+
+#[test]
+fn a_retry_after_429_and_a_500_are_retried_then_succeed() {
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    fake.push_faults([
+        Fault::TooManyRequests {
+            retry_after_secs: 0,
+        },
+        Fault::ServerError,
+    ]);
+    let reply = ask(&mut client(&fake), 1).unwrap();
+    assert_eq!(reply.text, "x");
+    assert_eq!(fake.requests(), 3);
+}
+
+#[test]
+fn a_long_retry_after_fails_fast_instead_of_stalling_the_reply() {
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    fake.push_faults([Fault::TooManyRequests {
+        retry_after_secs: 30,
+    }]);
+    let started = Instant::now();
+    assert_eq!(
+        ask(&mut client(&fake), 1).unwrap_err(),
+        CloudError::RateLimited
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(fake.requests(), 1);
+}
+
+#[test]
+fn persistent_server_errors_give_up_after_the_retries() {
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    fake.push_faults([Fault::ServerError, Fault::ServerError, Fault::ServerError]);
+    let err = ask(&mut client(&fake), 1).unwrap_err();
+    assert!(
+        matches!(err, CloudError::Server { status: 500, .. }),
+        "{err}"
+    );
+    assert_eq!(fake.requests(), 3, "one try and two retries");
+}
+
+#[test]
+fn malformed_replies_timeouts_and_refused_connections_are_named() {
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    let mut c = client(&fake);
+    fake.push_faults([Fault::MalformedJson]);
+    assert!(matches!(
+        ask(&mut c, 1).unwrap_err(),
+        CloudError::Malformed { .. }
+    ));
+    fake.push_faults([Fault::Delay(Duration::from_secs(3))]);
+    let err = ask(&mut c, 1).unwrap_err();
+    assert!(matches!(err, CloudError::Timeout { .. }), "{err}");
+    fake.stop();
+    let err = ask(&mut c, 1).unwrap_err();
+    assert!(matches!(err, CloudError::Unreachable { .. }), "{err}");
+    assert!(err.to_string().contains(&fake.base_url()), "{err}");
+}
+
+#[test]
+fn a_wrong_key_is_reported_as_such_and_the_key_is_sent_as_bearer() {
+    let fake = FakeCloud::start(Script::cycle(&["x"]).requiring_key("sk-right")).unwrap();
+    let mut config = CloudConfig::new(fake.base_url());
+    config.api_key = ApiKey::new("sk-wrong");
+    let err = CloudClient::new(config.clone())
+        .unwrap()
+        .check()
+        .unwrap_err();
+    assert!(
+        matches!(err, CloudError::Unauthorized { status: 401 }),
+        "{err}"
+    );
+    assert!(
+        !err.to_string().contains("sk-wrong"),
+        "the key never appears in messages"
+    );
+    assert!(
+        !format!("{config:?}").contains("sk-wrong"),
+        "nor in debug output"
+    );
+    config.api_key = ApiKey::new("sk-right");
+    let mut c = CloudClient::new(config).unwrap();
+    assert_eq!(c.check().unwrap(), vec!["fake-cloud".to_string()]);
+    ask(&mut c, 1).unwrap();
+    let auth = fake.recorded().last().unwrap().authorization.clone();
+    assert_eq!(auth.as_deref(), Some("Bearer sk-right"));
+}
+
+#[test]
+fn an_unknown_model_is_reported_with_what_is_served() {
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    let mut config = CloudConfig::new(fake.base_url());
+    config.model = Some("gpt-9".into());
+    let err = CloudClient::new(config)
+        .unwrap()
+        .check()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("gpt-9") && err.contains("fake-cloud"), "{err}");
+}

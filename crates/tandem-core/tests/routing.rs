@@ -1,0 +1,200 @@
+//! Routed generation end to end: the real edge model on llama.cpp, a real HTTP cloud on
+//! 127.0.0.1 (the project's fake, for counting requests and injecting faults).
+
+mod support;
+
+use std::time::Duration;
+use support::{load, options, SMOLLM2};
+use tandem_core::budget::{CloudBudget, LiveBudget};
+use tandem_core::cloud::{Cloud, CloudClient, CloudConfig};
+use tandem_core::decode::{generate, Collaboration, DecodeOptions};
+use tandem_core::edge::EdgeModel;
+use tandem_core::event::{Event, FinishReason, NoticeKind, TokenSource, Usage};
+use tandem_core::local::EdgeWeights;
+use tandem_core::router::{FixedRouter, MarginRouter, Router};
+use tandem_fake_cloud::{FakeCloud, Script};
+
+struct Run {
+    events: Vec<Event>,
+    usage: Usage,
+    reason: FinishReason,
+}
+
+fn run(
+    weights: &EdgeWeights,
+    fake: &FakeCloud,
+    router: &dyn Router,
+    budget: CloudBudget,
+    max_tokens: u32,
+    on_token: &mut dyn FnMut(usize),
+) -> Run {
+    let mut edge = weights.session(&options()).unwrap();
+    let mut config = CloudConfig::new(fake.base_url());
+    config.request_timeout = Duration::from_millis(500);
+    config.connect_timeout = Duration::from_millis(500);
+    let mut cloud = CloudClient::new(config).unwrap();
+    let prompt = weights
+        .chat_prompt(&[(
+            "user",
+            "Write a long story about a lighthouse keeper and the sea.",
+        )])
+        .unwrap();
+    let prompt = edge.tokenize(&prompt, true);
+    let live = LiveBudget::new(budget);
+    let mut events = Vec::new();
+    let collaboration = Collaboration {
+        edge: &mut edge,
+        cloud: Some(&mut cloud as &mut dyn Cloud),
+        router,
+        budget: &live,
+    };
+    let options = DecodeOptions {
+        max_tokens,
+        ..DecodeOptions::default()
+    };
+    let usage = generate(collaboration, &prompt, &options, &mut |e: Event| {
+        if matches!(e, Event::Token { .. }) {
+            on_token(
+                events
+                    .iter()
+                    .filter(|e| matches!(e, Event::Token { .. }))
+                    .count(),
+            );
+        }
+        events.push(e);
+        true
+    })
+    .unwrap();
+    let reason = match events.last() {
+        Some(Event::Finished { reason, .. }) => *reason,
+        other => panic!("no finished event: {other:?}"),
+    };
+    Run {
+        events,
+        usage,
+        reason,
+    }
+}
+
+fn sources(events: &[Event]) -> Vec<TokenSource> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Token { source, .. } => Some(*source),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn budget_zero_sends_no_request_at_all() {
+    let Some(weights) = load(SMOLLM2) else { return };
+    let fake = FakeCloud::start(Script::cycle(&[" cloud"])).unwrap();
+    let r = run(
+        &weights,
+        &fake,
+        &FixedRouter(1.0),
+        CloudBudget::share(0.0),
+        40,
+        &mut |_| (),
+    );
+    assert_eq!(fake.requests(), 0);
+    assert_eq!(r.usage.cloud_requests, 0);
+    assert!(sources(&r.events).iter().all(|s| *s == TokenSource::Edge));
+}
+
+#[test]
+fn a_fifteen_percent_budget_mixes_cloud_and_edge_within_the_share() {
+    let Some(weights) = load(SMOLLM2) else { return };
+    let fake = FakeCloud::start(Script::cycle(&[" ocean", " waves"])).unwrap();
+    let r = run(
+        &weights,
+        &fake,
+        &MarginRouter,
+        CloudBudget::share(0.15),
+        100,
+        &mut |_| (),
+    );
+    let total = r.usage.edge_tokens + r.usage.cloud_tokens;
+    assert!(
+        total >= 40,
+        "the reply is long enough to judge: {:?}",
+        r.usage
+    );
+    let span = DecodeOptions::default().span;
+    assert!(
+        r.usage.cloud_tokens as f32 <= 0.15 * total as f32 + span as f32,
+        "{:?}",
+        r.usage
+    );
+    let sources = sources(&r.events);
+    assert!(sources.contains(&TokenSource::Cloud) && sources.contains(&TokenSource::Edge));
+    assert_eq!(r.usage.cloud_requests as usize, fake.requests());
+    // What the fake sent is what the reply shows for cloud tokens.
+    let cloud_text: String = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Token {
+                text,
+                source: TokenSource::Cloud,
+                edge_candidate,
+                request_ms,
+                ..
+            } => {
+                assert!(edge_candidate.is_some() && request_ms.is_some());
+                Some(text.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(cloud_text.contains("ocean"), "{cloud_text:?}");
+    // Every request re-sent the conversation so far, as text (the fake cannot tokenize).
+    let first = &fake.recorded()[0].body;
+    assert!(first["prompt"]
+        .as_str()
+        .unwrap()
+        .contains("lighthouse keeper"));
+}
+
+#[test]
+fn killing_the_cloud_mid_reply_finishes_the_reply_locally_with_a_notice() {
+    let Some(weights) = load(SMOLLM2) else { return };
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let r = run(
+        &weights,
+        &fake,
+        &FixedRouter(1.0),
+        CloudBudget::share(1.0),
+        40,
+        &mut |n| {
+            if n == 8 {
+                fake.stop();
+            }
+        },
+    );
+    assert_eq!(
+        r.reason,
+        FinishReason::Length,
+        "the reply was not cut short"
+    );
+    assert_eq!(r.usage.edge_tokens + r.usage.cloud_tokens, 40);
+    assert!(
+        r.usage.cloud_tokens >= 8 && r.usage.edge_tokens >= 20,
+        "{:?}",
+        r.usage
+    );
+    let notices: Vec<&NoticeKind> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { kind, .. } => Some(kind),
+            _ => None,
+        })
+        .collect();
+    assert!(notices.contains(&&NoticeKind::CloudError), "{notices:?}");
+    assert!(
+        notices.contains(&&NoticeKind::CloudUnavailable),
+        "{notices:?}"
+    );
+}

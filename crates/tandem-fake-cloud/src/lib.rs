@@ -1,0 +1,39 @@
+//! A scripted, fault-injecting OpenAI-compatible "cloud" on 127.0.0.1.
+//!
+//! The collaborative decoder asks a cloud model for the next few tokens; its tests need a
+//! cloud whose every token is known in advance and which fails on demand. [`FakeCloud`]
+//! answers `/v1/completions` and `/v1/chat/completions` with tokens replayed from a
+//! [`Script`], records every request, and applies queued [`Fault`]s one per request.
+//! It has no `/tokenize` endpoint on purpose: the client reads that 404 as "the vocabulary
+//! is not shared".
+//!
+//! ```
+//! use tandem_fake_cloud::{FakeCloud, Fault, Script};
+//!
+//! let cloud = FakeCloud::start(Script::cycle(&["Hello", ",", " world"]))?;
+//! cloud.push_faults([Fault::ServerError]);
+//!
+//! let client = reqwest::blocking::Client::new();
+//! let url = format!("{}/completions", cloud.base_url());
+//! let request = serde_json::json!({ "prompt": "Say hi", "max_tokens": 3 });
+//! assert_eq!(client.post(&url).json(&request).send()?.status(), 500);
+//! let answer: serde_json::Value = client.post(&url).json(&request).send()?.json()?;
+//! assert_eq!(answer["choices"][0]["text"], "Hello, world");
+//! assert_eq!(cloud.requests(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The `tandem-fake-cloud` binary serves the same fake for end-to-end tests of the app.
+
+mod fault;
+mod request;
+mod response;
+mod routes;
+mod script;
+mod server;
+mod state;
+
+pub use fault::Fault;
+pub use script::{Script, ScriptToken};
+pub use server::FakeCloud;
+pub use state::RecordedRequest;

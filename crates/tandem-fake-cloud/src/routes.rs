@@ -1,0 +1,122 @@
+//! The HTTP surface: which request gets which answer.
+//!
+//! One fallback handler dispatches on method and path by hand, so every unknown route
+//! (including `/tokenize`, whose absence tells the client the vocabulary is not shared)
+//! gets the same OpenAI-style 404 rather than axum's plain-text defaults.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::response::Response;
+use axum::Router;
+use serde_json::{json, Value};
+
+use crate::fault;
+use crate::request::{BadRequest, CompletionRequest, Endpoint};
+use crate::response::{self, Answer};
+use crate::state::{RecordedRequest, Shared};
+
+/// The fake cloud's routes over `shared`.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new().fallback(dispatch).with_state(shared)
+}
+
+async fn dispatch(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok());
+    match (&method, uri.path()) {
+        (&Method::GET, "/v1/models") => {
+            if shared.script.authorizes(authorization) {
+                response::models(&shared.script.model)
+            } else {
+                fault::unauthorized()
+            }
+        }
+        (&Method::POST, "/v1/completions") => {
+            complete(
+                &shared,
+                Endpoint::Completions,
+                uri.path(),
+                authorization,
+                &body,
+            )
+            .await
+        }
+        (&Method::POST, "/v1/chat/completions") => {
+            complete(&shared, Endpoint::Chat, uri.path(), authorization, &body).await
+        }
+        (_, path) => response::error(
+            StatusCode::NOT_FOUND,
+            json!({
+                "message": format!("Unknown request URL: {method} {path}"),
+                "type": "invalid_request_error",
+            }),
+        ),
+    }
+}
+
+async fn complete(
+    shared: &Shared,
+    endpoint: Endpoint,
+    path: &str,
+    authorization: Option<&str>,
+    body: &[u8],
+) -> Response {
+    let parsed = serde_json::from_slice::<Value>(body);
+    let (number, fault) = shared.admit(RecordedRequest {
+        path: path.to_owned(),
+        body: match &parsed {
+            Ok(json) => json.clone(),
+            Err(_) => Value::String(String::from_utf8_lossy(body).into_owned()),
+        },
+        authorization: authorization.map(str::to_owned),
+    });
+    let wants_stream = parsed
+        .as_ref()
+        .ok()
+        .and_then(|json| json.get("stream"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if let Some(fault) = fault {
+        if let Some(failure) = fault.apply(wants_stream).await {
+            return failure;
+        }
+    }
+    if !shared.script.authorizes(authorization) {
+        return fault::unauthorized();
+    }
+    let request = match parsed
+        .map_err(BadRequest::from)
+        .and_then(|json| CompletionRequest::parse(endpoint, &json))
+    {
+        Ok(request) => request,
+        Err(bad) => {
+            return response::error(
+                StatusCode::BAD_REQUEST,
+                json!({ "message": bad.to_string(), "type": "invalid_request_error" }),
+            )
+        }
+    };
+    let answer = Answer {
+        endpoint,
+        number,
+        model: &shared.script.model,
+        tokens: shared.script.answer(request.max_tokens),
+        prompt_tokens: request.prompt_tokens,
+        logprobs: request.logprobs,
+    };
+    if request.stream {
+        answer.stream()
+    } else {
+        answer.whole()
+    }
+}

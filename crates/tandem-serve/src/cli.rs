@@ -1,0 +1,98 @@
+//! `tandem serve` flags and the blocking entry point the CLI calls.
+
+use crate::engine::{EngineHandle, ServeOptions};
+use anyhow::{Context, Result};
+use std::net::SocketAddr;
+use tandem_core::config::Config;
+use tandem_core::local::{default_threads, LocalOptions};
+use tandem_core::models;
+use tandem_core::paths::Paths;
+
+/// Flags of `tandem serve`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Model to serve: catalogue name or GGUF path (default: settings' serve.model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Address to bind (default 127.0.0.1: only this machine can connect).
+    #[arg(long)]
+    host: Option<String>,
+    /// Port (0 picks a free one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// CPU threads.
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Context window in tokens.
+    #[arg(long, default_value_t = 4096)]
+    context: u32,
+    /// Decode every prompt from scratch (for measuring what prefix reuse saves).
+    #[arg(long)]
+    no_prefix_reuse: bool,
+    /// Settings file.
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+}
+
+/// Loads the model, binds, prints `listening on URL`, and serves until interrupted.
+pub fn run(args: Args) -> Result<()> {
+    let paths = Paths::discover();
+    let config_path = args
+        .config
+        .clone()
+        .unwrap_or_else(|| Config::default_path(&paths.config));
+    let config = Config::load(&config_path)?;
+    let model = args.model.unwrap_or(config.serve.model);
+    let model_path = models::resolve(&model, &paths.models())?;
+    let host = args.host.unwrap_or(config.serve.host);
+    let port = args.port.unwrap_or(config.serve.port);
+    let addr: SocketAddr = format!("{host}:{port}")
+        .parse()
+        .with_context(|| format!("'{host}:{port}' is not an address to bind"))?;
+    let engine = EngineHandle::start(ServeOptions {
+        model_path,
+        model_name: model.clone(),
+        local: LocalOptions {
+            n_ctx: args.context,
+            threads: args
+                .threads
+                .or(config.threads)
+                .unwrap_or_else(default_threads),
+            hidden_state: false,
+        },
+        prefix_reuse: !args.no_prefix_reuse,
+    })
+    .with_context(|| format!("loading {model}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        println!("listening on http://{}/v1", listener.local_addr()?);
+        use std::io::Write;
+        std::io::stdout().flush()?;
+        axum::serve(listener, crate::router(engine))
+            .with_graceful_shutdown(shutdown_signal())
+            .await?;
+        Ok(())
+    })
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("a SIGTERM handler");
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}

@@ -1,0 +1,297 @@
+//! The model thread: owns the weights and the single KV cache, runs one job at a time.
+//!
+//! llama contexts cannot cross threads, so HTTP handlers send jobs here and read tokens
+//! back from a channel. Jobs run in arrival order; a client that goes away stops its job
+//! at the next token.
+
+use crate::wire::{TokenLogprob, TopLogprob};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Instant;
+use tandem_core::edge::{EdgeModel, Outputs};
+use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_core::sampling::{Sampler, SamplingParams};
+use tandem_core::utf8_stream::Utf8Stream;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// How the server runs its model.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// GGUF file.
+    pub model_path: PathBuf,
+    /// Name reported by `/v1/models`.
+    pub model_name: String,
+    /// Context, threads.
+    pub local: LocalOptions,
+    /// Keep the previous request's KV cache and decode only the new suffix.
+    pub prefix_reuse: bool,
+}
+
+/// What a job's prompt is.
+#[derive(Debug, Clone)]
+pub enum JobPrompt {
+    /// Token ids as sent.
+    Ids(Vec<i32>),
+    /// Text, tokenized with control tokens parsed.
+    Text(String),
+    /// Chat messages, rendered with the model's template.
+    Chat(Vec<(String, String)>),
+}
+
+/// One completion to run.
+#[derive(Debug)]
+pub struct Job {
+    pub prompt: JobPrompt,
+    pub max_tokens: u32,
+    pub sampling: SamplingParams,
+    pub logprobs: Option<usize>,
+    pub output: UnboundedSender<Output>,
+}
+
+/// What a job streams back.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// One token.
+    Token {
+        text: String,
+        logprob: Option<TokenLogprob>,
+    },
+    /// The job ended.
+    Done {
+        finish_reason: &'static str,
+        prompt_tokens: u32,
+        completion_tokens: u32,
+        prompt_decoded: u32,
+        prompt_ms: f64,
+        predicted_ms: f64,
+    },
+    /// The job failed; the message is for the client.
+    Failed(String),
+}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub requests: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    pub prompt_tokens_decoded: AtomicU64,
+    pub completion_tokens: AtomicU64,
+}
+
+enum Message {
+    Complete(Job),
+    Tokenize {
+        text: String,
+        add_special: bool,
+        reply: tokio::sync::oneshot::Sender<Vec<i32>>,
+    },
+}
+
+/// A cheap, cloneable way to reach the model thread.
+#[derive(Clone)]
+pub struct EngineHandle {
+    sender: mpsc::Sender<Message>,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) model_name: String,
+}
+
+impl EngineHandle {
+    /// Loads the model on a new thread; returns once it is ready (or failed to load).
+    pub fn start(options: ServeOptions) -> anyhow::Result<EngineHandle> {
+        let (sender, receiver) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let counters = Arc::new(Counters::default());
+        let thread_counters = counters.clone();
+        let model_name = options.model_name.clone();
+        std::thread::Builder::new()
+            .name("tandem-serve-model".into())
+            .spawn(move || {
+                let weights = match EdgeWeights::load(&options.model_path, &options.model_name) {
+                    Ok(w) => w,
+                    Err(e) => return ready_tx.send(Err(e.to_string())).unwrap_or(()),
+                };
+                let mut edge = match weights.session(&options.local) {
+                    Ok(s) => s,
+                    Err(e) => return ready_tx.send(Err(e.to_string())).unwrap_or(()),
+                };
+                let _ = ready_tx.send(Ok(()));
+                for message in receiver {
+                    match message {
+                        Message::Tokenize {
+                            text,
+                            add_special,
+                            reply,
+                        } => {
+                            let _ = reply.send(edge.tokenize(&text, add_special));
+                        }
+                        Message::Complete(job) => {
+                            if !options.prefix_reuse {
+                                edge.truncate(0);
+                            }
+                            run_job(&weights, &mut edge, job, &thread_counters);
+                        }
+                    }
+                }
+            })?;
+        ready_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the model thread stopped while loading"))?
+            .map_err(anyhow::Error::msg)?;
+        Ok(EngineHandle {
+            sender,
+            counters,
+            model_name,
+        })
+    }
+
+    /// Queues a completion.
+    pub fn complete(&self, job: Job) -> Result<(), String> {
+        self.sender
+            .send(Message::Complete(job))
+            .map_err(|_| "the model thread has stopped".to_owned())
+    }
+
+    /// Tokenizes text with the served model's vocabulary.
+    pub async fn tokenize(&self, text: String, add_special: bool) -> Result<Vec<i32>, String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.sender
+            .send(Message::Tokenize {
+                text,
+                add_special,
+                reply,
+            })
+            .map_err(|_| "the model thread has stopped".to_owned())?;
+        answer
+            .await
+            .map_err(|_| "the model thread has stopped".to_owned())
+    }
+}
+
+fn run_job(
+    weights: &EdgeWeights,
+    edge: &mut tandem_core::local::LocalModel<'_>,
+    job: Job,
+    counters: &Counters,
+) {
+    let fail = |message: String| {
+        let _ = job.output.send(Output::Failed(message));
+    };
+    let prompt = match job.prompt {
+        JobPrompt::Ids(ids) => {
+            let vocab = weights.vocab_size() as i32;
+            if let Some(bad) = ids.iter().find(|&&id| id < 0 || id >= vocab) {
+                return fail(format!(
+                    "token id {bad} is outside the vocabulary (0..{vocab})"
+                ));
+            }
+            ids
+        }
+        JobPrompt::Text(text) => edge.tokenize(&text, true),
+        JobPrompt::Chat(messages) => {
+            let turns: Vec<(&str, &str)> = messages
+                .iter()
+                .map(|(r, c)| (r.as_str(), c.as_str()))
+                .collect();
+            match weights.chat_prompt(&turns) {
+                Ok(text) => edge.tokenize(&text, true),
+                Err(e) => return fail(e.to_string()),
+            }
+        }
+    };
+    if prompt.is_empty() {
+        return fail("the prompt is empty".into());
+    }
+    if prompt.len() + job.max_tokens as usize > edge.context_size() {
+        return fail(format!(
+            "prompt ({} tokens) plus max_tokens ({}) exceeds the context window ({} tokens)",
+            prompt.len(),
+            job.max_tokens,
+            edge.context_size()
+        ));
+    }
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    counters
+        .prompt_tokens
+        .fetch_add(prompt.len() as u64, Ordering::Relaxed);
+    let mut sampler = Sampler::new(job.sampling);
+    let prefill = Instant::now();
+    let (mut step, decoded) = match edge.sync(&prompt, &mut sampler) {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string()),
+    };
+    let prompt_ms = prefill.elapsed().as_secs_f64() * 1e3;
+    counters
+        .prompt_tokens_decoded
+        .fetch_add(decoded as u64, Ordering::Relaxed);
+    let predicting = Instant::now();
+    let mut text = Utf8Stream::default();
+    let mut completion_tokens = 0;
+    let mut finish_reason = "length";
+    while completion_tokens < job.max_tokens {
+        let token = step.token;
+        if edge.is_end_of_turn(token) {
+            finish_reason = "stop";
+            break;
+        }
+        let logprob = job.logprobs.map(|n| {
+            let (logprob, top) = edge.logprobs(token, n);
+            let describe = |id: i32| {
+                let bytes = edge.piece(id);
+                (String::from_utf8_lossy(&bytes).into_owned(), bytes)
+            };
+            let (token_text, bytes) = describe(token);
+            TokenLogprob {
+                id: token,
+                token: token_text,
+                bytes,
+                logprob,
+                top_logprobs: top
+                    .into_iter()
+                    .map(|(id, logprob)| {
+                        let (token, bytes) = describe(id);
+                        TopLogprob {
+                            id,
+                            token,
+                            bytes,
+                            logprob,
+                        }
+                    })
+                    .collect(),
+            }
+        });
+        let piece = text.push(&edge.piece(token));
+        completion_tokens += 1;
+        if job
+            .output
+            .send(Output::Token {
+                text: piece,
+                logprob,
+            })
+            .is_err()
+        {
+            // The client went away: stop decoding for nobody.
+            return;
+        }
+        if completion_tokens == job.max_tokens {
+            break;
+        }
+        step = match edge.extend(&[token], Outputs::Last, &mut sampler) {
+            Ok(mut steps) => steps.pop().expect("one output row"),
+            Err(e) => return fail(e.to_string()),
+        };
+    }
+    // The last sampled token was sent but not decoded: the cache holds prompt + the rest,
+    // and the next request re-decodes from wherever it first differs.
+    counters
+        .completion_tokens
+        .fetch_add(u64::from(completion_tokens), Ordering::Relaxed);
+    let _ = job.output.send(Output::Done {
+        finish_reason,
+        prompt_tokens: prompt.len() as u32,
+        completion_tokens,
+        prompt_decoded: decoded as u32,
+        prompt_ms,
+        predicted_ms: predicting.elapsed().as_secs_f64() * 1e3,
+    });
+}

@@ -1,0 +1,15 @@
+//! `tandem serve`: one GGUF model behind an OpenAI-compatible API on 127.0.0.1.
+//!
+//! It is the cloud side users can host themselves and the app's stand-in cloud when no key
+//! is configured. Routed decoding sends the whole prompt on every request, so the server
+//! keeps the KV cache of the previous request and decodes only the new suffix: a routed
+//! reply costs it O(new tokens) per call. It is one engine on one machine; deployments that
+//! serve many users point Tandem at vLLM or SGLang, which speak the same API.
+
+pub mod cli;
+mod engine;
+mod http;
+mod wire;
+
+pub use engine::{EngineHandle, ServeOptions};
+pub use http::{router, start, Running};

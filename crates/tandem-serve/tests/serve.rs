@@ -1,0 +1,186 @@
+//! `tandem serve` over real HTTP with a real model, driven by Tandem's own cloud client and
+//! by plain requests, as any OpenAI-compatible client would.
+
+use std::path::PathBuf;
+use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, CloudRequest, VOCAB_PROBE};
+use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_serve::{start, EngineHandle, Running, ServeOptions};
+
+fn model() -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os("TANDEM_TEST_MODELS") else {
+        eprintln!("skipped: set TANDEM_TEST_MODELS to run real-model tests (scripts/test.sh does)");
+        return None;
+    };
+    Some(PathBuf::from(dir).join("SmolLM2-135M-Instruct.Q4_1.gguf"))
+}
+
+fn local() -> LocalOptions {
+    LocalOptions {
+        n_ctx: 1024,
+        threads: 1,
+        hidden_state: false,
+    }
+}
+
+fn serve(path: PathBuf, prefix_reuse: bool) -> Running {
+    let engine = EngineHandle::start(ServeOptions {
+        model_path: path,
+        model_name: "smollm2".into(),
+        local: local(),
+        prefix_reuse,
+    })
+    .unwrap();
+    start(engine, "127.0.0.1:0".parse().unwrap()).unwrap()
+}
+
+fn post(url: &str, body: serde_json::Value) -> serde_json::Value {
+    let response = reqwest::blocking::Client::new()
+        .post(url)
+        .json(&body)
+        .send()
+        .unwrap();
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().unwrap()
+    );
+    response.json().unwrap()
+}
+
+#[test]
+fn completions_by_ids_match_local_greedy_decoding_and_report_ids() {
+    let Some(path) = model() else { return };
+    let server = serve(path.clone(), true);
+    let weights = EdgeWeights::load(&path, "smollm2").unwrap();
+    let prompt = weights
+        .chat_prompt(&[("user", "What is the capital of France?")])
+        .unwrap();
+    let ids = weights.tokenize(&prompt, true);
+
+    let mut client = CloudClient::new(CloudConfig::new(server.base_url())).unwrap();
+    let probe = weights.tokenize(VOCAB_PROBE, false);
+    assert!(client.shares_vocab(&probe), "same model, same vocabulary");
+    let text = || unreachable!("ids are sent when the vocabulary is shared");
+    let reply = client
+        .complete(&CloudRequest {
+            ids: &ids,
+            text: &text,
+            max_tokens: 6,
+        })
+        .unwrap();
+    let served = reply.ids.expect("ids in logprobs");
+    assert_eq!(served.len(), 6);
+
+    // The same greedy continuation computed locally.
+    use tandem_core::edge::{EdgeModel, Outputs};
+    use tandem_core::sampling::{Sampler, SamplingParams};
+    let mut edge = weights.session(&local()).unwrap();
+    let mut sampler = Sampler::new(SamplingParams::default());
+    let (mut step, _) = edge.sync(&ids, &mut sampler).unwrap();
+    let mut expected = Vec::new();
+    for _ in 0..6 {
+        expected.push(step.token);
+        step = edge
+            .extend(&[step.token], Outputs::Last, &mut sampler)
+            .unwrap()
+            .remove(0);
+    }
+    assert_eq!(served, expected);
+    assert_eq!(reply.prompt_tokens, Some(ids.len() as u64));
+}
+
+#[test]
+fn prefix_reuse_decodes_only_the_new_suffix() {
+    let Some(path) = model() else { return };
+    let measure = |prefix_reuse: bool| {
+        let server = serve(path.clone(), prefix_reuse);
+        let url = format!("{}/completions", server.base_url());
+        let base =
+            "Once upon a time, in a village by the sea, there lived an old lighthouse keeper";
+        post(&url, serde_json::json!({"prompt": base, "max_tokens": 1}));
+        let second = post(
+            &url,
+            serde_json::json!({"prompt": format!("{base} who"), "max_tokens": 1}),
+        );
+        second["timings"]["prompt_n"].as_u64().unwrap()
+    };
+    let with_reuse = measure(true);
+    let without = measure(false);
+    assert!(
+        with_reuse <= 3,
+        "decoded {with_reuse} tokens for a one-word extension"
+    );
+    assert!(
+        without > 15,
+        "without reuse the whole prompt is decoded: {without}"
+    );
+}
+
+#[test]
+fn streaming_chat_and_models_and_errors_speak_openai() {
+    let Some(path) = model() else { return };
+    let server = serve(path, true);
+    let base = server.base_url();
+    let models: serde_json::Value = reqwest::blocking::get(format!("{base}/models"))
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(models["data"][0]["id"], "smollm2");
+
+    let chat = post(
+        &format!("{base}/chat/completions"),
+        serde_json::json!({"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 5}),
+    );
+    assert_eq!(chat["object"], "chat.completion");
+    assert!(!chat["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .is_empty());
+    assert_eq!(chat["usage"]["completion_tokens"], 5);
+
+    let sse = reqwest::blocking::Client::new()
+        .post(format!("{base}/completions"))
+        .json(&serde_json::json!({"prompt": "The sea is", "max_tokens": 4, "stream": true, "logprobs": 2}))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let data: Vec<&str> = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"));
+    assert_eq!(
+        data.len(),
+        4 + 2,
+        "four tokens, a closing chunk, [DONE]: {sse}"
+    );
+    let first: serde_json::Value = serde_json::from_str(data[0]).unwrap();
+    assert_eq!(
+        first["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let closing: serde_json::Value = serde_json::from_str(data[4]).unwrap();
+    assert_eq!(closing["choices"][0]["finish_reason"], "length");
+
+    let bad = reqwest::blocking::Client::new()
+        .post(format!("{base}/completions"))
+        .body("{not json")
+        .send()
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let body: serde_json::Value = bad.json().unwrap();
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("invalid request body"));
+    let out_of_vocab = reqwest::blocking::Client::new()
+        .post(format!("{base}/completions"))
+        .json(&serde_json::json!({"prompt": [1, 99999999], "max_tokens": 1}))
+        .send()
+        .unwrap();
+    assert_eq!(out_of_vocab.status(), 400);
+}

@@ -1,0 +1,50 @@
+# Shared by start.sh, test.sh and bench.sh: system packages, caches outside the checkout,
+# and model pulls. Sourced, not run.
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export TANDEM_CACHE="${TANDEM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tandem}"
+# Builds live outside the checkout so a fresh clone reuses them and `git clean` keeps them.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$TANDEM_CACHE/target}"
+
+log() { printf '\033[1m[tandem]\033[0m %s\n' "$*" >&2; }
+
+# Debian/Ubuntu packages the build needs; installs only what is missing.
+install_system_packages() {
+  local wanted=(cmake clang libclang-dev pkg-config ccache curl ca-certificates python3 python3-pip "$@")
+  local missing=()
+  for p in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  # python3-pip is optional where a pip already works (pyenv, venv).
+  if python3 -m pip --version >/dev/null 2>&1; then
+    missing=("${missing[@]/python3-pip}")
+  fi
+  local todo=()
+  for p in "${missing[@]}"; do [ -n "$p" ] && todo+=("$p"); done
+  if [ "${#todo[@]}" -gt 0 ]; then
+    log "installing system packages: ${todo[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${todo[@]}" >&2
+  fi
+  if ! command -v cargo >/dev/null 2>&1; then
+    [ -x "$HOME/.cargo/bin/cargo" ] || {
+      log "installing the Rust toolchain (rustup)"
+      curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt >&2
+    }
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+}
+
+# Builds the tandem binary in the given profile ("release" or "dev") and prints its path.
+build_tandem() {
+  local profile="$1"
+  log "building tandem ($profile)"
+  (cd "$ROOT" && cargo build --profile "$profile" -p tandem-cli >&2)
+  local dir="$profile"
+  [ "$profile" = dev ] && dir=debug
+  echo "$CARGO_TARGET_DIR/$dir/tandem"
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit tests, real-model tests, real HTTP servers
+# (the project's fake cloud, llama.cpp's llama-server, tandem serve). Installs and caches
+# everything it needs outside the checkout.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+install_system_packages
+cd "$ROOT"
+
+# Test models live in their own data folder so tests never touch a user's files.
+export TANDEM_HOME="$TANDEM_CACHE/test-home"
+log "pulling test models"
+TANDEM="$(build_tandem dev)"
+"$TANDEM" models pull tiny smollm2-135m
+export TANDEM_TEST_MODELS="$TANDEM_HOME/data/models"
+
+log "building llama-server (cached after the first run)"
+TANDEM_LLAMA_SERVER="$(nice -n 5 bash scripts/build-llama-server.sh)"
+export TANDEM_LLAMA_SERVER
+
+# One thread per model: the tests run models side by side on two cores (see MODELS.md).
+export TANDEM_TEST_THREADS=1
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+log "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+log "cargo test"
+cargo test --workspace -- --test-threads=2
