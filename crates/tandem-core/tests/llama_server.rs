@@ -5,10 +5,10 @@ mod support;
 use support::{load, options, LlamaServer, SMOLLM2};
 use tandem_core::budget::{CloudBudget, LiveBudget};
 use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, VOCAB_PROBE};
-use tandem_core::local::EdgeWeights;
 use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::EdgeModel;
 use tandem_core::event::{Event, TokenSource};
+use tandem_core::local::EdgeWeights;
 use tandem_core::router::FixedRouter;
 
 fn edge_probe(weights: &EdgeWeights) -> Vec<i32> {
@@ -18,9 +18,13 @@ fn edge_probe(weights: &EdgeWeights) -> Vec<i32> {
 #[test]
 fn cloud_tokens_are_exactly_what_llama_server_returns_for_the_prompt() {
     let Some(weights) = load(SMOLLM2) else { return };
-    let Some(server) = LlamaServer::start(&support::model(SMOLLM2).unwrap()) else { return };
+    let Some(server) = LlamaServer::start(&support::model(SMOLLM2).unwrap()) else {
+        return;
+    };
     let mut edge = weights.session(&options()).unwrap();
-    let prompt = weights.chat_prompt(&[("user", "List three colours of the rainbow.")]).unwrap();
+    let prompt = weights
+        .chat_prompt(&[("user", "List three colours of the rainbow.")])
+        .unwrap();
     let prompt = edge.tokenize(&prompt, true);
 
     // Cloud-only, spans of 4: every token of the reply comes from llama-server.
@@ -33,7 +37,10 @@ fn cloud_tokens_are_exactly_what_llama_server_returns_for_the_prompt() {
         router: &FixedRouter(1.0),
         budget: &live,
     };
-    let options = DecodeOptions { max_tokens: 12, ..DecodeOptions::default() };
+    let options = DecodeOptions {
+        max_tokens: 12,
+        ..DecodeOptions::default()
+    };
     let usage = generate(collaboration, &prompt, &options, &mut |e: Event| {
         if let Event::Token { id, source, .. } = e {
             assert_eq!(source, TokenSource::Cloud);
@@ -44,7 +51,10 @@ fn cloud_tokens_are_exactly_what_llama_server_returns_for_the_prompt() {
     .unwrap();
     assert_eq!(usage.cloud_requests, 3, "12 tokens in spans of 4");
     let probe = edge_probe(&weights);
-    assert!(cloud.shares_vocab(&probe), "same vocabulary: prompts went as token ids");
+    assert!(
+        cloud.shares_vocab(&probe),
+        "same vocabulary: prompts went as token ids"
+    );
 
     // The same prompt asked of llama-server in one request, greedy.
     let direct: serde_json::Value = reqwest::blocking::Client::new()
@@ -68,7 +78,9 @@ fn cloud_tokens_are_exactly_what_llama_server_returns_for_the_prompt() {
 #[test]
 fn budget_zero_never_reaches_llama_server() {
     let Some(weights) = load(SMOLLM2) else { return };
-    let Some(server) = LlamaServer::start(&support::model(SMOLLM2).unwrap()) else { return };
+    let Some(server) = LlamaServer::start(&support::model(SMOLLM2).unwrap()) else {
+        return;
+    };
     let mut edge = weights.session(&options()).unwrap();
     let prompt = edge.tokenize(&weights.chat_prompt(&[("user", "Hi")]).unwrap(), true);
     let mut cloud = CloudClient::new(CloudConfig::new(&server.base_url)).unwrap();
@@ -79,7 +91,10 @@ fn budget_zero_never_reaches_llama_server() {
         router: &FixedRouter(1.0),
         budget: &live,
     };
-    let options = DecodeOptions { max_tokens: 16, ..DecodeOptions::default() };
+    let options = DecodeOptions {
+        max_tokens: 16,
+        ..DecodeOptions::default()
+    };
     let usage = generate(collaboration, &prompt, &options, &mut |_: Event| true).unwrap();
     assert_eq!(usage.cloud_requests, 0);
     assert_eq!(server.metric("llamacpp:tokens_predicted_total"), 0.0);

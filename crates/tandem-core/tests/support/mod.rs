@@ -56,18 +56,38 @@ impl LlamaServer {
     /// `model`; `None` (with a message) when that variable is unset.
     pub fn start(model: &std::path::Path) -> Option<LlamaServer> {
         let Some(binary) = std::env::var_os("TANDEM_LLAMA_SERVER") else {
-            eprintln!("skipped: set TANDEM_LLAMA_SERVER to run llama-server tests (scripts/test.sh does)");
+            eprintln!(
+                "skipped: set TANDEM_LLAMA_SERVER to run llama-server tests (scripts/test.sh does)"
+            );
             return None;
         };
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let child = std::process::Command::new(binary)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "-t", "1", "-c", "2048", "--metrics", "-m"])
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "-t",
+                "1",
+                "-c",
+                "2048",
+                "--metrics",
+                "-m",
+            ])
             .arg(model)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("llama-server starts");
-        let server = LlamaServer { child, base_url: format!("http://127.0.0.1:{port}/v1") };
+        let server = LlamaServer {
+            child,
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+        };
         let health = format!("http://127.0.0.1:{port}/health");
         for _ in 0..300 {
             if reqwest::blocking::get(&health).is_ok_and(|r| r.status().is_success()) {
@@ -81,7 +101,10 @@ impl LlamaServer {
     /// A Prometheus counter from `/metrics`.
     pub fn metric(&self, name: &str) -> f64 {
         let root = self.base_url.trim_end_matches("/v1");
-        let text = reqwest::blocking::get(format!("{root}/metrics")).unwrap().text().unwrap();
+        let text = reqwest::blocking::get(format!("{root}/metrics"))
+            .unwrap()
+            .text()
+            .unwrap();
         text.lines()
             .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("no metric {name} in {text}"))
