@@ -26,4 +26,8 @@ cargo fmt --all -- --check
 log "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 log "cargo test"
-cargo test --workspace -- --test-threads=2
+results="$(mktemp)"
+trap 'rm -f "$results"' EXIT
+cargo test --workspace -- --test-threads=2 2>&1 | tee "$results"
+# One closing line for the whole suite (cargo prints one per test binary).
+awk '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$results"

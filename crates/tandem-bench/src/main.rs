@@ -1,0 +1,320 @@
+//! `tandem-bench`: every figure is a ratio of two things measured side by side in one run,
+//! alternating rounds, so a noisy machine shifts both sides alike.
+//!
+//! 1. Edge decode speed: Tandem's llama.cpp loop against llama.cpp's own `llama-server`
+//!    (same GGUF, same threads, same greedy tokens).
+//! 2. The routed loop with the cloud disabled (router scoring every token) against the
+//!    plain local loop.
+//! 3. Cloud requests per cloud token with spans of 4 against spans of 1.
+//! 4. Prompt tokens `tandem serve` decodes per request with prefix reuse against without.
+
+mod llama_server;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Instant;
+use tandem_core::budget::{CloudBudget, LiveBudget};
+use tandem_core::cloud::{Cloud, CloudClient, CloudConfig};
+use tandem_core::decode::{generate, Collaboration, DecodeOptions};
+use tandem_core::edge::{EdgeModel, Outputs};
+use tandem_core::event::{Event, Usage};
+use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_core::router::{EntropyRouter, Router};
+use tandem_core::sampling::{Sampler, SamplingParams};
+
+/// Flags.
+#[derive(Parser)]
+struct Args {
+    /// Edge GGUF.
+    #[arg(long)]
+    edge: PathBuf,
+    /// Cloud GGUF (served by `tandem serve` in-process).
+    #[arg(long)]
+    cloud: PathBuf,
+    /// llama-server binary.
+    #[arg(long)]
+    llama_server: PathBuf,
+    /// Threads for the edge (and for llama-server in the speed comparison).
+    #[arg(long, default_value_t = 2)]
+    threads: u32,
+    /// Tokens generated per measurement.
+    #[arg(long, default_value_t = 64)]
+    tokens: u32,
+    /// Alternating rounds per comparison.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Write the Markdown table here too.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+const PROMPTS: [&str; 3] = [
+    "Explain why the sky is blue, step by step.",
+    "Write a Python function that checks whether a number is prime, and explain it.",
+    "What are the main differences between TCP and UDP?",
+];
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let weights = EdgeWeights::load(&args.edge, "edge")?;
+    let local = LocalOptions {
+        n_ctx: 2048,
+        threads: args.threads,
+        hidden_state: false,
+    };
+    let mut rows = Vec::new();
+
+    eprintln!("1/4 edge decode: tandem vs llama-server");
+    let server = llama_server::LlamaServer::start(&args.llama_server, &args.edge, args.threads)?;
+    let prompt = weights.tokenize(&weights.chat_prompt(&[("user", PROMPTS[0])])?, true);
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..args.rounds {
+        ours.push(plain_decode_tps(&weights, &local, &prompt, args.tokens)?);
+        theirs.push(server.decode_tps(&prompt, args.tokens)?);
+    }
+    drop(server);
+    rows.push(Row::ratio(
+        "Edge decode tok/s: Tandem ÷ llama-server",
+        &ours,
+        &theirs,
+        "≥ 0.97",
+    ));
+
+    eprintln!("2/4 routed loop with the cloud off vs plain local loop");
+    let (mut routed, mut plain) = (Vec::new(), Vec::new());
+    for _ in 0..args.rounds {
+        routed.push(routed_off_tps(&weights, &local, &prompt, args.tokens)?);
+        plain.push(plain_decode_tps(&weights, &local, &prompt, args.tokens)?);
+    }
+    rows.push(Row::ratio(
+        "Decode tok/s: routed, cloud off ÷ local only",
+        &routed,
+        &plain,
+        "≥ 0.98",
+    ));
+
+    eprintln!("3/4 and 4/4: routed replies against tandem serve");
+    // Edge and cloud share two cores: one thread each.
+    let edge_one = LocalOptions {
+        threads: 1,
+        ..local
+    };
+    let mut requests_per_token = Vec::new();
+    let mut decoded_per_request = Vec::new();
+    for (span, reuse) in [(1, true), (4, true), (4, false)] {
+        let serve = tandem_serve::EngineHandle::start(tandem_serve::ServeOptions {
+            model_path: args.cloud.clone(),
+            model_name: "cloud".into(),
+            local: LocalOptions {
+                n_ctx: 4096,
+                threads: 1,
+                hidden_state: false,
+            },
+            prefix_reuse: reuse,
+        })?;
+        let running = tandem_serve::start(serve, "127.0.0.1:0".parse()?)?;
+        let mut total = Usage::default();
+        for text in PROMPTS {
+            let usage = routed_reply(
+                &weights,
+                &edge_one,
+                &running.base_url(),
+                text,
+                span,
+                args.tokens,
+            )?;
+            total.cloud_tokens += usage.cloud_tokens;
+            total.cloud_requests += usage.cloud_requests;
+        }
+        let (requests, decoded) = serve_counters(&running.base_url())?;
+        eprintln!("   span {span}, reuse {reuse}: {total:?}, server decoded {decoded} prompt tokens in {requests} requests");
+        if reuse {
+            requests_per_token.push(total.cloud_requests as f64 / total.cloud_tokens.max(1) as f64);
+        }
+        if span == 4 {
+            decoded_per_request.push(decoded as f64 / requests.max(1) as f64);
+        }
+    }
+    rows.push(Row::pair(
+        "Cloud requests per cloud token: spans of 4 vs 1",
+        requests_per_token[1],
+        requests_per_token[0],
+    ));
+    rows.push(Row::pair(
+        "Prompt tokens decoded per request by tandem serve: reuse vs none",
+        decoded_per_request[0],
+        decoded_per_request[1],
+    ));
+
+    let table = render(&rows, &args);
+    println!("{table}");
+    if let Some(path) = &args.out {
+        std::fs::write(path, &table).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Greedy decoding with nothing but llama.cpp and the sampler: the local-only baseline.
+fn plain_decode_tps(
+    weights: &EdgeWeights,
+    local: &LocalOptions,
+    prompt: &[i32],
+    tokens: u32,
+) -> Result<f64> {
+    let mut edge = weights.session(local)?;
+    let mut sampler = Sampler::new(SamplingParams::default());
+    let (mut step, _) = edge.sync(prompt, &mut sampler)?;
+    let started = Instant::now();
+    for _ in 0..tokens {
+        // Fixed length, like llama-server's ignore_eos: the end token is decoded too.
+        step = edge
+            .extend(&[step.token], Outputs::Last, &mut sampler)?
+            .remove(0);
+    }
+    Ok(f64::from(tokens) / started.elapsed().as_secs_f64())
+}
+
+/// The collaborative loop with a router scoring every token and the budget off.
+fn routed_off_tps(
+    weights: &EdgeWeights,
+    local: &LocalOptions,
+    prompt: &[i32],
+    tokens: u32,
+) -> Result<f64> {
+    let mut edge = weights.session(local)?;
+    let live = LiveBudget::new(CloudBudget::off());
+    let mut unused_cloud = CloudClient::new(CloudConfig::new("http://127.0.0.1:9/v1"))?;
+    let router: &dyn Router = &EntropyRouter;
+    let collaboration = Collaboration {
+        edge: &mut edge,
+        cloud: Some(&mut unused_cloud as &mut dyn Cloud),
+        router,
+        budget: &live,
+    };
+    let options = DecodeOptions {
+        max_tokens: tokens,
+        ..DecodeOptions::default()
+    };
+    let mut decode_ms = 0;
+    let mut produced = 0;
+    generate(collaboration, prompt, &options, &mut |e: Event| {
+        match e {
+            Event::Token { .. } => produced += 1,
+            Event::Finished { timings, .. } => decode_ms = timings.total_ms - timings.prefill_ms,
+            _ => {}
+        }
+        true
+    })?;
+    anyhow::ensure!(
+        produced > tokens / 2,
+        "the reply ended after {produced} tokens; pick a longer prompt"
+    );
+    Ok(f64::from(produced) / (decode_ms as f64 / 1e3))
+}
+
+fn routed_reply(
+    weights: &EdgeWeights,
+    local: &LocalOptions,
+    cloud_url: &str,
+    text: &str,
+    span: u32,
+    tokens: u32,
+) -> Result<Usage> {
+    let mut edge = weights.session(local)?;
+    let prompt = edge.tokenize(&weights.chat_prompt(&[("user", text)])?, true);
+    let mut cloud = CloudClient::new(CloudConfig::new(cloud_url))?;
+    let live = LiveBudget::new(CloudBudget::share(0.25));
+    let collaboration = Collaboration {
+        edge: &mut edge,
+        cloud: Some(&mut cloud as &mut dyn Cloud),
+        router: &EntropyRouter,
+        budget: &live,
+    };
+    let options = DecodeOptions {
+        max_tokens: tokens,
+        span,
+        ..DecodeOptions::default()
+    };
+    Ok(generate(
+        collaboration,
+        &prompt,
+        &options,
+        &mut |_: Event| true,
+    )?)
+}
+
+/// `(requests, prompt tokens decoded)` from `tandem serve`'s `/metrics`.
+fn serve_counters(base_url: &str) -> Result<(u64, u64)> {
+    let text =
+        reqwest::blocking::get(format!("{}/metrics", base_url.trim_end_matches("/v1")))?.text()?;
+    let read = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    Ok((
+        read("tandem:requests_total "),
+        read("tandem:prompt_tokens_decoded_total "),
+    ))
+}
+
+struct Row {
+    what: &'static str,
+    ours: f64,
+    theirs: f64,
+    goal: &'static str,
+}
+
+impl Row {
+    fn ratio(what: &'static str, ours: &[f64], theirs: &[f64], goal: &'static str) -> Row {
+        Row {
+            what,
+            ours: median(ours),
+            theirs: median(theirs),
+            goal,
+        }
+    }
+
+    fn pair(what: &'static str, ours: f64, theirs: f64) -> Row {
+        Row {
+            what,
+            ours,
+            theirs,
+            goal: "lower is better",
+        }
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn render(rows: &[Row], args: &Args) -> String {
+    let mut out = format!(
+        "| Comparison (edge {}, cloud {}, {} threads, {} tokens, median of {} rounds) | A | B | A ÷ B | Goal |\n|---|---|---|---|---|\n",
+        file_name(&args.edge),
+        file_name(&args.cloud),
+        args.threads,
+        args.tokens,
+        args.rounds
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {:.2} | {:.2} | {:.3} | {} |\n",
+            r.what,
+            r.ours,
+            r.theirs,
+            r.ours / r.theirs,
+            r.goal
+        ));
+    }
+    out
+}
+
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name()
+        .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Benchmarks, side by side in one run (ratios, not absolute times): builds in release,
+# pulls the default models, builds llama-server, runs tandem-bench and writes
+# bench/RESULTS.md. Run on an otherwise idle machine.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+install_system_packages
+cd "$ROOT"
+TANDEM="$(build_tandem release)"
+"$TANDEM" models pull qwen2.5-coder-0.5b qwen2.5-coder-1.5b
+LLAMA_SERVER="$(bash scripts/build-llama-server.sh)"
+cargo build --release -p tandem-bench >&2
+mkdir -p bench
+"$CARGO_TARGET_DIR/release/tandem-bench" \
+  --edge "$("$TANDEM" models path qwen2.5-coder-0.5b)" \
+  --cloud "$("$TANDEM" models path qwen2.5-coder-1.5b)" \
+  --llama-server "$LLAMA_SERVER" --out bench/RESULTS.md "$@"
