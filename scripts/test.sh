@@ -4,7 +4,7 @@
 # everything it needs outside the checkout.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-install_system_packages
+install_system_packages dbus-daemon dbus-bin gnome-keyring
 cd "$ROOT"
 
 # Test models live in their own data folder so tests never touch a user's files.
@@ -28,6 +28,19 @@ cargo clippy --workspace --all-targets -- -D warnings
 log "cargo test"
 results="$(mktemp)"
 trap 'rm -f "$results"' EXIT
-cargo test --workspace -- --test-threads=2 2>&1 | tee "$results"
+# A private D-Bus session with an unlocked Secret Service, so keyring tests use a real
+# keyring without touching the user's.
+# Its login keyring lives in the cache, created with a throwaway password on first use.
+export TANDEM_TEST_KEYRING_HOME="$TANDEM_CACHE/test-keyring"
+dbus-run-session -- bash -c '
+  printf "tandem-test" | XDG_DATA_HOME="$TANDEM_TEST_KEYRING_HOME" \
+    gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
+  keyring=$!
+  sleep 1
+  TANDEM_TEST_KEYRING=1 cargo test --workspace -- --test-threads=2
+  status=$?
+  kill $keyring 2>/dev/null
+  exit $status
+' 2>&1 | tee "$results"
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$results"

@@ -94,6 +94,27 @@ fn main() -> Result<()> {
         "≥ 0.98",
     ));
 
+    eprintln!("   prefill with hidden states (handoff) vs without");
+    let long_prompt = weights.tokenize(&PROMPTS.join(" ").repeat(12), true);
+    let (mut with_hidden, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..args.rounds {
+        with_hidden.push(prefill_tps(
+            &weights,
+            &LocalOptions {
+                hidden_state: true,
+                ..local
+            },
+            &long_prompt,
+        )?);
+        without.push(prefill_tps(&weights, &local, &long_prompt)?);
+    }
+    rows.push(Row::ratio(
+        "Prefill tok/s: hidden states on (prefill-context handoff) ÷ off",
+        &with_hidden,
+        &without,
+        "≥ 0.95 (0.71 without the handoff, MODELS.md)",
+    ));
+
     eprintln!("3/4 and 4/4: routed replies against tandem serve");
     // Edge and cloud share two cores: one thread each.
     let edge_one = LocalOptions {
@@ -173,6 +194,14 @@ fn plain_decode_tps(
             .remove(0);
     }
     Ok(f64::from(tokens) / started.elapsed().as_secs_f64())
+}
+
+/// Prompt tokens per second of a fresh prefill.
+fn prefill_tps(weights: &EdgeWeights, local: &LocalOptions, prompt: &[i32]) -> Result<f64> {
+    let mut edge = weights.session(local)?;
+    let started = Instant::now();
+    edge.sync(prompt, &mut Sampler::new(SamplingParams::default()))?;
+    Ok(prompt.len() as f64 / started.elapsed().as_secs_f64())
 }
 
 /// The collaborative loop with a router scoring every token and the budget off.

@@ -6,6 +6,7 @@
 
 mod chat;
 mod generate;
+mod key;
 mod models;
 mod settings;
 mod view;
@@ -31,6 +32,11 @@ enum Command {
     Generate(generate::Args),
     /// Chat interactively (multi-turn; /budget to change the cloud share).
     Chat(chat::Args),
+    /// Store, check or remove the cloud API key in the OS keyring.
+    Key {
+        #[command(subcommand)]
+        action: key::Action,
+    },
     /// Serve a model as an OpenAI-compatible API on 127.0.0.1.
     Serve(tandem_serve::cli::Args),
 }
@@ -41,6 +47,7 @@ fn main() -> std::process::ExitCode {
         Command::Models { action } => models::run(action),
         Command::Generate(args) => generate::run(args),
         Command::Chat(args) => chat::run(args),
+        Command::Key { action } => key::run(action),
         Command::Serve(args) => tandem_serve::cli::run(args),
     };
     match result {

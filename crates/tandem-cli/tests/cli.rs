@@ -172,3 +172,103 @@ fn models_list_shows_the_catalogue() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_stored_key_survives_a_restart_and_is_never_printed_whole() {
+    if std::env::var_os("TANDEM_TEST_KEYRING").is_none() {
+        eprintln!("skipped: set TANDEM_TEST_KEYRING inside a D-Bus session with a Secret Service (scripts/test.sh does)");
+        return;
+    }
+    use std::io::Write;
+    let home = tempfile::tempdir().unwrap();
+    let secret = "sk-test-3f9a1c77d2e8b5a4";
+    let mut set = tandem(home.path())
+        .args(["key", "set"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(set.stdin.take().unwrap(), "{secret}").unwrap();
+    let output = set.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A new process finds it in the keyring.
+    let status = tandem(home.path())
+        .args(["key", "status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("in the OS keyring (…b5a4)"), "{text}");
+    assert!(!text.contains(secret));
+    // And sends it: the fake cloud accepts only that key.
+    if let Some(model) = smollm2() {
+        let fake = FakeCloud::start(Script::cycle(&[" ocean"]).requiring_key(secret)).unwrap();
+        let output = tandem(home.path())
+            .args([
+                "generate",
+                "--json",
+                "--threads",
+                "1",
+                "--max-tokens",
+                "8",
+                "--budget",
+                "1",
+            ])
+            .args(["--router", "cloud-only", "--edge"])
+            .arg(&model)
+            .args(["--cloud", &fake.base_url(), "--prompt", "Hi"])
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(!all.contains(secret), "the key leaked into the output");
+        assert!(!all.contains("cloud_error"), "{all}");
+        assert!(fake.requests() > 0);
+    }
+    let cleared = tandem(home.path()).args(["key", "clear"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&cleared.stdout).contains("removed"));
+    let status = tandem(home.path())
+        .args(["key", "status"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&status.stdout).contains("no API key"));
+}
+
+#[test]
+fn a_wrong_key_is_a_notice_and_the_reply_finishes_locally() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"]).requiring_key("sk-right")).unwrap();
+    let output = tandem(home.path())
+        .env("TANDEM_CLOUD_API_KEY", "sk-wrong-key-value")
+        .args([
+            "generate",
+            "--json",
+            "--threads",
+            "1",
+            "--max-tokens",
+            "12",
+            "--budget",
+            "1",
+        ])
+        .args(["--router", "cloud-only", "--edge"])
+        .arg(&model)
+        .args(["--cloud", &fake.base_url(), "--prompt", "Hi"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("refused the API key"), "{stdout}");
+    assert!(stdout.contains(r#""type":"finished""#));
+    assert!(
+        !stdout.contains("sk-wrong-key-value")
+            && !String::from_utf8_lossy(&output.stderr).contains("sk-wrong-key-value")
+    );
+}

@@ -62,9 +62,16 @@ impl Engine {
             router::build(config.router.kind, config.router.path.as_deref(), &pair);
         notices.extend(notice);
         let cloud = (!config.cloud.url.is_empty()).then(|| {
+            let lookup = secrets::api_key();
+            if let Some(problem) = lookup.keyring_problem {
+                notices.push(format!(
+                    "the OS keyring is unavailable ({problem}); set {} to send an API key",
+                    secrets::API_KEY_VAR
+                ));
+            }
             let mut c = CloudConfig::new(&config.cloud.url);
             c.model = config.cloud.model.clone();
-            c.api_key = secrets::api_key();
+            c.api_key = lookup.key.map(|(key, _)| key);
             c.request_timeout = Duration::from_secs_f32(config.cloud.timeout_secs.max(0.1));
             c
         });

@@ -9,6 +9,7 @@ use crate::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
 use crate::sampling::Sampler;
 use crate::signals;
 use llama_cpp_2::context::params::{LlamaContextParams, LlamaPoolingType};
+use llama_cpp_2::context::session::LlamaStateSeqFlags;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -117,26 +118,32 @@ impl EdgeWeights {
     pub fn session(&self, options: &LocalOptions) -> Result<LocalModel<'_>, LoadError> {
         let n_ctx = options.n_ctx.min(self.model.n_ctx_train()).max(64);
         let threads = options.threads.max(1) as i32;
-        let mut params = LlamaContextParams::default()
+        let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(512)
             .with_n_threads(threads)
             .with_n_threads_batch(threads);
-        if options.hidden_state {
-            params = params
-                .with_embeddings(true)
-                .with_pooling_type(LlamaPoolingType::None);
-        }
-        let context =
+        let new_context = |params: LlamaContextParams| {
             self.model
                 .new_context(backend()?, params)
                 .map_err(|e| LoadError::Context {
                     n_ctx,
                     reason: e.to_string(),
-                })?;
+                })
+        };
+        let (context, prefill) = if options.hidden_state {
+            let with_hidden = params
+                .clone()
+                .with_embeddings(true)
+                .with_pooling_type(LlamaPoolingType::None);
+            (new_context(with_hidden)?, Some(new_context(params)?))
+        } else {
+            (new_context(params)?, None)
+        };
         Ok(LocalModel {
             weights: self,
             context,
+            prefill,
             cached: Vec::new(),
             hidden_state: options.hidden_state,
             n_ctx: n_ctx as usize,
@@ -211,10 +218,18 @@ fn check_gguf(path: &Path) -> Result<(), LoadError> {
 pub struct LocalModel<'w> {
     weights: &'w EdgeWeights,
     context: LlamaContext<'w>,
+    /// With hidden states on, llama.cpp outputs a row (logits and hidden state) for every
+    /// token of a batch, which makes long prefills ~1.4× slower. Long prompts are decoded
+    /// here instead, without embeddings, and the sequence's KV state handed to `context`.
+    prefill: Option<LlamaContext<'w>>,
     cached: Vec<TokenId>,
     hidden_state: bool,
     n_ctx: usize,
 }
+
+/// Prompts at least this long go through the prefill context (the state handoff costs a
+/// copy of the sequence's KV cache, which only pays off over many tokens).
+const HANDOFF_MIN_TOKENS: usize = 32;
 
 impl LocalModel<'_> {
     /// The weights this cache runs on.
@@ -246,25 +261,94 @@ impl LocalModel<'_> {
         (chosen, best)
     }
 
-    fn read_step(&self, index: i32, sampler: &mut Sampler) -> Result<Step, EdgeError> {
-        let logits = self.context.get_logits_ith(index);
-        let reading = signals::read(logits)
-            .ok_or_else(|| EdgeError::Decode("the model produced no usable logits".into()))?;
-        let hidden = if self.hidden_state {
-            let row = self
-                .context
-                .embeddings_ith(index)
-                .map_err(|e| EdgeError::Decode(format!("no hidden state: {e}")))?;
-            Some(row.to_vec())
-        } else {
-            None
-        };
-        Ok(Step {
-            token: sampler.pick(logits, reading.argmax) as TokenId,
-            signals: reading.signals,
-            hidden,
-        })
+    /// Decodes `head` in the prefill context and hands the KV state back (see `prefill`).
+    fn prefill_elsewhere(&mut self, head: &[TokenId]) -> Result<(), EdgeError> {
+        let prefill = self
+            .prefill
+            .as_mut()
+            .expect("called only with a prefill context");
+        let state = self
+            .context
+            .state_seq_get(0, LlamaStateSeqFlags::empty())
+            .map_err(decode_error)?;
+        prefill.clear_kv_cache();
+        prefill.state_seq_set(&state, 0).map_err(decode_error)?;
+        decode_chunks(prefill, self.cached.len(), head, Outputs::Last, |_, _| {
+            Ok(())
+        })?;
+        let state = prefill
+            .state_seq_get(0, LlamaStateSeqFlags::empty())
+            .map_err(decode_error)?;
+        self.context.clear_kv_cache();
+        if let Err(e) = self.context.state_seq_set(&state, 0) {
+            self.cached.clear();
+            return Err(decode_error(e));
+        }
+        self.cached.extend_from_slice(head);
+        Ok(())
     }
+}
+
+fn decode_error(e: impl std::fmt::Display) -> EdgeError {
+    EdgeError::Decode(e.to_string())
+}
+
+/// Decodes `tokens` at positions `start..` in batches of the context's size, calling `read`
+/// with each requested output row right after its batch (the next batch overwrites it).
+fn decode_chunks(
+    context: &mut LlamaContext<'_>,
+    start: usize,
+    tokens: &[TokenId],
+    outputs: Outputs,
+    mut read: impl FnMut(&LlamaContext<'_>, i32) -> Result<(), EdgeError>,
+) -> Result<(), EdgeError> {
+    let size = context.n_batch() as usize;
+    let last_chunk = tokens.len().saturating_sub(1) / size;
+    for (c, chunk) in tokens.chunks(size).enumerate() {
+        let wanted =
+            |i: usize| outputs == Outputs::All || (c == last_chunk && i + 1 == chunk.len());
+        let mut batch = LlamaBatch::new(chunk.len(), 1);
+        for (i, &token) in chunk.iter().enumerate() {
+            batch
+                .add(
+                    LlamaToken(token),
+                    (start + c * size + i) as i32,
+                    &[0],
+                    wanted(i),
+                )
+                .map_err(decode_error)?;
+        }
+        context.decode(&mut batch).map_err(decode_error)?;
+        for i in (0..chunk.len()).filter(|&i| wanted(i)) {
+            read(context, i as i32)?;
+        }
+    }
+    Ok(())
+}
+
+/// The edge's reading of one output row: sampled token, signals, hidden state.
+fn read_step(
+    context: &LlamaContext<'_>,
+    row: i32,
+    hidden_state: bool,
+    sampler: &mut Sampler,
+) -> Result<Step, EdgeError> {
+    let logits = context.get_logits_ith(row);
+    let reading = signals::read(logits)
+        .ok_or_else(|| EdgeError::Decode("the model produced no usable logits".into()))?;
+    let hidden = if hidden_state {
+        let values = context
+            .embeddings_ith(row)
+            .map_err(|e| EdgeError::Decode(format!("no hidden state: {e}")))?;
+        Some(values.to_vec())
+    } else {
+        None
+    };
+    Ok(Step {
+        token: sampler.pick(logits, reading.argmax) as TokenId,
+        signals: reading.signals,
+        hidden,
+    })
 }
 
 impl EdgeModel for LocalModel<'_> {
@@ -306,32 +390,32 @@ impl EdgeModel for LocalModel<'_> {
                 capacity: self.n_ctx,
             });
         }
-        let chunk_size = self.context.n_batch() as usize;
+        if outputs == Outputs::Last && self.prefill.is_some() && tokens.len() >= HANDOFF_MIN_TOKENS
+        {
+            let (head, last) = tokens.split_at(tokens.len() - 1);
+            self.prefill_elsewhere(head)?;
+            return self.extend(last, outputs, sampler);
+        }
+        let start = self.cached.len();
+        let hidden_state = self.hidden_state;
         let mut steps = Vec::new();
-        let chunks: Vec<&[TokenId]> = tokens.chunks(chunk_size).collect();
-        for (c, chunk) in chunks.iter().enumerate() {
-            let last_chunk = c + 1 == chunks.len();
-            let mut batch = LlamaBatch::new(chunk.len(), 1);
-            for (i, &token) in chunk.iter().enumerate() {
-                let wanted = outputs == Outputs::All || (last_chunk && i + 1 == chunk.len());
-                batch
-                    .add(LlamaToken(token), self.cached.len() as i32, &[0], wanted)
-                    .map_err(|e| EdgeError::Decode(e.to_string()))?;
-                self.cached.push(token);
+        let decoded = decode_chunks(&mut self.context, start, tokens, outputs, |context, row| {
+            steps.push(read_step(context, row, hidden_state, sampler)?);
+            Ok(())
+        });
+        match decoded {
+            Ok(()) => {
+                self.cached.extend_from_slice(tokens);
+                Ok(steps)
             }
-            if let Err(e) = self.context.decode(&mut batch) {
-                // Keep the cache and our record of it in step: drop the failed chunk.
-                let start = self.cached.len() - chunk.len();
-                self.truncate(start);
-                return Err(EdgeError::Decode(e.to_string()));
-            }
-            for i in 0..chunk.len() {
-                if outputs == Outputs::All || (last_chunk && i + 1 == chunk.len()) {
-                    steps.push(self.read_step(i as i32, sampler)?);
-                }
+            Err(e) => {
+                // Keep the cache and our record of it in step: drop what was decoded.
+                let _ = self
+                    .context
+                    .clear_kv_cache_seq(Some(0), Some(start as u32), None);
+                Err(e)
             }
         }
-        Ok(steps)
     }
 
     fn truncate(&mut self, len: usize) {

@@ -188,3 +188,56 @@ fn missing_and_corrupt_files_are_clear_errors() {
         .to_string();
     assert!(err.contains("not a usable GGUF"), "{err}");
 }
+
+#[test]
+fn a_long_prompt_handed_over_from_the_prefill_context_reads_the_same() {
+    let Some(weights) = load(SMOLLM2) else { return };
+    let hidden = LocalOptions {
+        hidden_state: true,
+        ..options()
+    };
+    let text = "The lighthouse keeper climbed the stairs every evening, counting each step, \
+                listening to the waves below and the gulls above, until the lamp was lit and its \
+                beam swept across the dark water towards the fishing boats coming home.";
+    let tokens = weights.tokenize(text, true);
+    assert!(
+        tokens.len() > 40,
+        "long enough for the handoff: {}",
+        tokens.len()
+    );
+
+    // One call: decoded in the prefill context, state handed over, last token read here.
+    let mut handed = weights.session(&hidden).unwrap();
+    let (step, _) = handed.sync(&tokens, &mut greedy()).unwrap();
+
+    // Pieces shorter than the handoff threshold: everything decoded with embeddings on.
+    let mut direct = weights.session(&hidden).unwrap();
+    let mut sampler = greedy();
+    let mut last = None;
+    for piece in tokens.chunks(8) {
+        last = direct
+            .extend(piece, Outputs::Last, &mut sampler)
+            .unwrap()
+            .pop();
+    }
+    let reference = last.unwrap();
+    assert_eq!(step.token, reference.token);
+    let (a, b) = (step.hidden.unwrap(), reference.hidden.unwrap());
+    let max_diff = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max);
+    assert!(max_diff < 1e-2, "hidden states differ by {max_diff}");
+    assert!((step.signals.entropy - reference.signals.entropy).abs() < 1e-3);
+    assert_eq!(handed.tokens(), direct.tokens());
+
+    // And the handed-over cache keeps working: the next token matches too.
+    let next_a = handed
+        .extend(&[step.token], Outputs::Last, &mut greedy())
+        .unwrap();
+    let next_b = direct
+        .extend(&[reference.token], Outputs::Last, &mut greedy())
+        .unwrap();
+    assert_eq!(next_a[0].token, next_b[0].token);
+}
