@@ -5,6 +5,9 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 install_system_packages
+# Built here, for this machine: llama.cpp then uses every SIMD extension the CPU has
+# (llama-cpp-2 maps target-cpu=native to GGML_NATIVE; without it ggml gets baseline x86-64).
+export RUSTFLAGS="${RUSTFLAGS:--C target-cpu=native}"
 TANDEM="$(build_tandem release)"
 "$TANDEM" models pull qwen2.5-coder-0.5b
 

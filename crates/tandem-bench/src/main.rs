@@ -135,7 +135,7 @@ fn main() -> Result<()> {
             prefix_reuse: reuse,
         })?;
         let running = tandem_serve::start(serve, "127.0.0.1:0".parse()?)?;
-        let mut total = Usage::default();
+        let (mut edge_tokens, mut cloud_tokens, mut cloud_requests) = (0, 0, 0);
         for text in PROMPTS {
             let usage = routed_reply(
                 &weights,
@@ -145,13 +145,17 @@ fn main() -> Result<()> {
                 span,
                 args.tokens,
             )?;
-            total.cloud_tokens += usage.cloud_tokens;
-            total.cloud_requests += usage.cloud_requests;
+            edge_tokens += usage.edge_tokens;
+            cloud_tokens += usage.cloud_tokens;
+            cloud_requests += usage.cloud_requests;
         }
         let (requests, decoded) = serve_counters(&running.base_url())?;
-        eprintln!("   span {span}, reuse {reuse}: {total:?}, server decoded {decoded} prompt tokens in {requests} requests");
+        eprintln!(
+            "   span {span}, prefix reuse {reuse}: {edge_tokens} edge + {cloud_tokens} cloud tokens in \
+             {cloud_requests} requests; the server decoded {decoded} prompt tokens"
+        );
         if reuse {
-            requests_per_token.push(total.cloud_requests as f64 / total.cloud_tokens.max(1) as f64);
+            requests_per_token.push(f64::from(cloud_requests) / f64::from(cloud_tokens.max(1)));
         }
         if span == 4 {
             decoded_per_request.push(decoded as f64 / requests.max(1) as f64);

@@ -272,3 +272,119 @@ fn a_wrong_key_is_a_notice_and_the_reply_finishes_locally() {
             && !String::from_utf8_lossy(&output.stderr).contains("sk-wrong-key-value")
     );
 }
+
+#[test]
+fn the_daily_spend_cap_holds_across_runs() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    // $0.01 per completion token: each 4-token request costs $0.04, so two fit under $0.10.
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        "[budget]\nmax_share = 1.0\ndaily_spend_cap_usd = 0.1\nprices = { input_per_mtok = 0.0, output_per_mtok = 10000.0 }\n",
+    )
+    .unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let run = || {
+        let output = tandem(home.path())
+            .args([
+                "generate",
+                "--json",
+                "--threads",
+                "1",
+                "--max-tokens",
+                "16",
+                "--router",
+                "cloud-only",
+                "--edge",
+            ])
+            .arg(&model)
+            .args(["--cloud", &fake.base_url(), "--prompt", "Hi"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let last: serde_json::Value = serde_json::from_str(
+            String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .last()
+                .unwrap(),
+        )
+        .unwrap();
+        last["usage"].clone()
+    };
+    let first = run();
+    assert!(first["cloud_requests"].as_u64().unwrap() >= 2, "{first}");
+    assert!(
+        first["est_cost_usd"].as_f64().unwrap() <= 0.1 + 1e-9,
+        "never above the cap: {first}"
+    );
+    let requests_after_first = fake.requests();
+    let second = run();
+    assert_eq!(
+        second["cloud_requests"], 0,
+        "the cap was spent by the first run: {second}"
+    );
+    assert_eq!(fake.requests(), requests_after_first);
+}
+
+#[test]
+fn chat_keeps_the_conversation_and_budget_off_applies_to_the_next_turn() {
+    let Some(model) = smollm2() else { return };
+    use std::io::Write;
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let mut chat = tandem(home.path())
+        .args([
+            "chat",
+            "--threads",
+            "1",
+            "--max-tokens",
+            "8",
+            "--budget",
+            "1",
+            "--router",
+            "cloud-only",
+            "--edge",
+        ])
+        .arg(&model)
+        .args(["--cloud", &fake.base_url()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    write!(
+        chat.stdin.take().unwrap(),
+        "Hi\n/budget off\nAnd then?\n/budget lots\n/quit\n"
+    )
+    .unwrap();
+    let output = chat.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let footers: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(" requests · "))
+        .collect();
+    assert_eq!(footers.len(), 2, "{stderr}");
+    assert!(footers[0].contains("cloud 8 (100%)"), "{}", footers[0]);
+    assert!(
+        footers[1].contains("cloud 0 (0%)") && footers[1].contains("0 requests"),
+        "{}",
+        footers[1]
+    );
+    assert!(
+        stderr.contains("cloud budget: off (fully local)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("not a share"),
+        "a bad /budget value is explained: {stderr}"
+    );
+    assert_eq!(fake.requests(), 2);
+    // The first reply shows the cloud's words.
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ocean"));
+}

@@ -9,12 +9,13 @@ use crate::cloud::{Cloud, CloudClient, CloudConfig, CloudError};
 use crate::config::Config;
 use crate::decode::{self, Collaboration, DecodeOptions};
 use crate::edge::{EdgeError, EdgeModel};
-use crate::event::{Event, EventSink, Usage};
+use crate::event::{Event, EventSink, NoticeKind, Usage};
 use crate::local::{default_threads, EdgeWeights, LoadError, LocalModel, LocalOptions};
 use crate::models::{self, ModelError};
 use crate::paths::Paths;
 use crate::router::{self, ModelPair, Router};
 use crate::secrets;
+use crate::spend::SpendLedger;
 use std::time::Duration;
 
 /// Why an engine could not start.
@@ -39,6 +40,7 @@ pub struct Engine {
     options: LocalOptions,
     decode: DecodeOptions,
     budget: LiveBudget,
+    spend: SpendLedger,
     notices: Vec<String>,
 }
 
@@ -93,6 +95,7 @@ impl Engine {
             options,
             decode,
             budget: LiveBudget::new(config.budget),
+            spend: SpendLedger::new(&paths.data),
             notices,
         })
     }
@@ -161,8 +164,18 @@ impl Chat<'_> {
             router: self.engine.router.as_ref(),
             budget: &self.engine.budget,
         };
-        let usage = decode::generate(collaboration, &prompt, &self.engine.decode, &mut collect)?;
+        let options = DecodeOptions {
+            spent_today_usd: self.engine.spend.today_usd(),
+            ..self.engine.decode
+        };
+        let usage = decode::generate(collaboration, &prompt, &options, &mut collect)?;
         self.messages.push(("assistant".into(), reply));
+        if let Err(e) = self.engine.spend.add(usage.est_cost_usd) {
+            sink.emit(Event::Notice {
+                kind: NoticeKind::SpendNotSaved,
+                message: format!("could not record today's cloud spend: {e}"),
+            });
+        }
         Ok(usage)
     }
 

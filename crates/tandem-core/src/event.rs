@@ -27,6 +27,8 @@ pub enum NoticeKind {
     TextPrompts,
     /// The reply hit the context window.
     ContextFull,
+    /// Today's spend could not be written (the daily cap may undercount).
+    SpendNotSaved,
 }
 
 /// Why a reply ended.

@@ -41,4 +41,5 @@ pub mod router;
 pub mod sampling;
 pub mod secrets;
 pub mod signals;
+pub mod spend;
 pub mod utf8_stream;
