@@ -224,6 +224,7 @@ fn routed_off_tps(
         cloud: Some(&mut unused_cloud as &mut dyn Cloud),
         router,
         budget: &live,
+        messages: &[],
     };
     let options = DecodeOptions {
         max_tokens: tokens,
@@ -263,6 +264,7 @@ fn routed_reply(
         cloud: Some(&mut cloud as &mut dyn Cloud),
         router: &EntropyRouter,
         budget: &live,
+        messages: &[],
     };
     let options = DecodeOptions {
         max_tokens: tokens,

@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use tandem_core::budget::CloudBudget;
+use tandem_core::cloud::CloudMode;
 use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
@@ -23,6 +24,9 @@ pub struct Overrides {
     /// Model name sent to the cloud.
     #[arg(long)]
     pub cloud_model: Option<String>,
+    /// How the cloud is asked: completions (exact prompt) or chat (messages + reply so far).
+    #[arg(long, value_parser = parse_mode)]
+    pub cloud_mode: Option<CloudMode>,
     /// Maximum cloud share of each reply: 0 never calls the cloud, 1 is cloud-only.
     #[arg(long)]
     pub budget: Option<f32>,
@@ -76,6 +80,9 @@ impl Overrides {
         if let Some(v) = &self.cloud_model {
             c.cloud.model = Some(v.clone());
         }
+        if let Some(v) = self.cloud_mode {
+            c.cloud.mode = v;
+        }
         if let Some(share) = self.budget {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&share),
@@ -116,5 +123,15 @@ impl Overrides {
             c.sampling.seed = v;
         }
         Ok(c)
+    }
+}
+
+fn parse_mode(value: &str) -> Result<CloudMode, String> {
+    match value {
+        "completions" => Ok(CloudMode::Completions),
+        "chat" => Ok(CloudMode::Chat),
+        other => Err(format!(
+            "'{other}' is not a cloud mode (completions or chat)"
+        )),
     }
 }

@@ -2,6 +2,7 @@
 //! by a CLI flag. Secrets are never stored here (see [`crate::secrets`]).
 
 use crate::budget::CloudBudget;
+use crate::cloud::CloudMode;
 use crate::router::RouterKind;
 use crate::sampling::SamplingParams;
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,8 @@ pub struct CloudSettings {
     pub url: String,
     /// Model name sent with requests.
     pub model: Option<String>,
+    /// `completions` (the exact prompt; default) or `chat` (messages plus the reply so far).
+    pub mode: CloudMode,
     /// Tokens asked for per request.
     pub span: u32,
     /// Seconds before a request is given up (the reply goes on locally).
@@ -88,6 +91,7 @@ impl Default for CloudSettings {
         Self {
             url: String::new(),
             model: None,
+            mode: CloudMode::Completions,
             span: 4,
             timeout_secs: 20.0,
         }

@@ -53,6 +53,8 @@ pub struct Collaboration<'a> {
     pub router: &'a dyn Router,
     /// Read before every decision, so changes apply mid-reply.
     pub budget: &'a LiveBudget,
+    /// The conversation as messages, for chat-mode clouds (may be empty otherwise).
+    pub messages: &'a [(String, String)],
 }
 
 /// Generates one reply to `prompt` (already templated and tokenized), pushing events into
@@ -70,6 +72,8 @@ pub fn generate(
         cloud: c.cloud,
         router: c.router,
         budget: c.budget,
+        messages: c.messages,
+        reply_start: prompt.len(),
         controller: ReplyBudget::new(
             c.router.threshold_for_share(c.budget.get().max_share),
             options.spent_today_usd,
@@ -107,6 +111,9 @@ struct Reply<'a> {
     cloud: Option<&'a mut dyn Cloud>,
     router: &'a dyn Router,
     budget: &'a LiveBudget,
+    messages: &'a [(String, String)],
+    /// Where the reply starts in the edge's tokens.
+    reply_start: usize,
     controller: ReplyBudget,
     sampler: Sampler,
     text: Utf8Stream,
@@ -222,11 +229,15 @@ impl Reply<'_> {
         let cloud = self.cloud.as_deref_mut().expect("decided with a cloud");
         let edge = &*self.edge;
         let text = || edge.text_of(edge.tokens());
+        let reply_start = self.reply_start;
+        let reply = || edge.text_of(&edge.tokens()[reply_start..]);
         let ids = edge.tokens().to_vec();
         let sent = Instant::now();
         let result = cloud.complete(&CloudRequest {
             ids: if self.as_ids { &ids } else { &[] },
             text: &text,
+            messages: self.messages,
+            reply: &reply,
             max_tokens,
         });
         let request_ms = sent.elapsed().as_millis() as u64;

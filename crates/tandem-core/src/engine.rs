@@ -73,6 +73,7 @@ impl Engine {
             }
             let mut c = CloudConfig::new(&config.cloud.url);
             c.model = config.cloud.model.clone();
+            c.mode = config.cloud.mode;
             c.api_key = lookup.key.map(|(key, _)| key);
             c.request_timeout = Duration::from_secs_f32(config.cloud.timeout_secs.max(0.1));
             c
@@ -163,6 +164,7 @@ impl Chat<'_> {
             cloud: self.cloud.as_mut().map(|c| c as &mut dyn Cloud),
             router: self.engine.router.as_ref(),
             budget: &self.engine.budget,
+            messages: &self.messages,
         };
         let options = DecodeOptions {
             spent_today_usd: self.engine.spend.today_usd(),

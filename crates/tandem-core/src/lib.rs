@@ -18,7 +18,9 @@
 //! let mut edge = weights.session(&LocalOptions::default())?;
 //! let prompt = edge.tokenize(&weights.chat_prompt(&[("user", "Why is the sky blue?")])?, true);
 //! let budget = LiveBudget::new(CloudBudget::off());
-//! let collaboration = Collaboration { edge: &mut edge, cloud: None, router: &EntropyRouter, budget: &budget };
+//! let collaboration = Collaboration {
+//!     edge: &mut edge, cloud: None, router: &EntropyRouter, budget: &budget, messages: &[],
+//! };
 //! generate(collaboration, &prompt, &DecodeOptions::default(), &mut |e: Event| {
 //!     if let Event::Token { text, .. } = e { print!("{text}") }
 //!     true

@@ -2,7 +2,9 @@
 //! user can meet becomes a typed error, and retries happen only where they help.
 
 use std::time::{Duration, Instant};
-use tandem_core::cloud::{ApiKey, Cloud, CloudClient, CloudConfig, CloudError, CloudRequest};
+use tandem_core::cloud::{
+    ApiKey, Cloud, CloudClient, CloudConfig, CloudError, CloudMode, CloudRequest,
+};
 use tandem_fake_cloud::{FakeCloud, Fault, Script};
 
 fn client(fake: &FakeCloud) -> CloudClient {
@@ -16,9 +18,13 @@ fn ask(
     max_tokens: u32,
 ) -> Result<tandem_core::cloud::CloudReply, CloudError> {
     let text = || "<|im_start|>user\nhi<|im_end|>\n".to_owned();
+    let reply = || "The sky".to_owned();
+    let messages = [("user".to_owned(), "hi".to_owned())];
     client.complete(&CloudRequest {
         ids: &[1, 2, 3],
         text: &text,
+        messages: &messages,
+        reply: &reply,
         max_tokens,
     })
 }
@@ -137,4 +143,23 @@ fn an_unknown_model_is_reported_with_what_is_served() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("gpt-9") && err.contains("fake-cloud"), "{err}");
+}
+
+#[test]
+fn chat_mode_continues_the_reply_as_a_final_assistant_message() {
+    let fake = FakeCloud::start(Script::cycle(&[" is", " blue"])).unwrap();
+    let mut config = CloudConfig::new(fake.base_url());
+    config.mode = CloudMode::Chat;
+    let mut c = CloudClient::new(config).unwrap();
+    assert!(!c.shares_vocab(&[1, 2]), "chat mode sends text");
+    let reply = ask(&mut c, 2).unwrap();
+    assert_eq!(reply.text, " is blue");
+    let sent = &fake.recorded()[0];
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(
+        sent.body["messages"],
+        serde_json::json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "The sky"}])
+    );
+    assert_eq!(sent.body["continue_final_message"], true);
+    assert_eq!(sent.body["add_generation_prompt"], false);
 }

@@ -36,6 +36,7 @@ fn cloud_tokens_are_exactly_what_llama_server_returns_for_the_prompt() {
         cloud: Some(&mut cloud as &mut dyn Cloud),
         router: &FixedRouter(1.0),
         budget: &live,
+        messages: &[],
     };
     let options = DecodeOptions {
         max_tokens: 12,
@@ -90,6 +91,7 @@ fn budget_zero_never_reaches_llama_server() {
         cloud: Some(&mut cloud as &mut dyn Cloud),
         router: &FixedRouter(1.0),
         budget: &live,
+        messages: &[],
     };
     let options = DecodeOptions {
         max_tokens: 16,

@@ -47,6 +47,7 @@ fn run(
         cloud: Some(&mut cloud as &mut dyn Cloud),
         router,
         budget: &live,
+        messages: &[],
     };
     let options = DecodeOptions {
         max_tokens,

@@ -65,6 +65,8 @@ fn completions_by_ids_match_local_greedy_decoding_and_report_ids() {
         .complete(&CloudRequest {
             ids: &ids,
             text: &text,
+            messages: &[],
+            reply: &text,
             max_tokens: 6,
         })
         .unwrap();

@@ -14,6 +14,19 @@ use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
 
+/// Which OpenAI endpoint the cloud is asked through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloudMode {
+    /// `/v1/completions` with the edge's exact prompt, as token ids or text.
+    #[default]
+    Completions,
+    /// `/v1/chat/completions` with the messages and the reply so far as a final assistant
+    /// message to continue (`continue_final_message`, as vLLM and SGLang accept), for
+    /// servers that offer only chat.
+    Chat,
+}
+
 /// Where and how to reach the cloud.
 #[derive(Debug, Clone)]
 pub struct CloudConfig {
@@ -21,6 +34,8 @@ pub struct CloudConfig {
     pub base_url: String,
     /// Model name sent in requests (servers with one model ignore it).
     pub model: Option<String>,
+    /// Endpoint to use.
+    pub mode: CloudMode,
     /// Bearer token.
     pub api_key: Option<ApiKey>,
     /// Temperature sent to the cloud (0 = its greedy choice).
@@ -41,6 +56,7 @@ impl CloudConfig {
         Self {
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             model: None,
+            mode: CloudMode::Completions,
             api_key: None,
             temperature: 0.0,
             connect_timeout: Duration::from_secs(3),
@@ -182,12 +198,30 @@ impl CloudClient {
     }
 
     fn body(&self, request: &CloudRequest<'_>, as_ids: bool) -> serde_json::Value {
-        let prompt = if as_ids {
-            json!(request.ids)
-        } else {
-            json!((request.text)())
+        let mut body = match self.config.mode {
+            CloudMode::Completions => {
+                let prompt = if as_ids {
+                    json!(request.ids)
+                } else {
+                    json!((request.text)())
+                };
+                json!({"prompt": prompt, "logprobs": 1})
+            }
+            CloudMode::Chat => {
+                let mut messages: Vec<serde_json::Value> = request
+                    .messages
+                    .iter()
+                    .map(|(role, content)| json!({"role": role, "content": content}))
+                    .collect();
+                let reply = (request.reply)();
+                if reply.is_empty() {
+                    json!({"messages": messages})
+                } else {
+                    messages.push(json!({"role": "assistant", "content": reply}));
+                    json!({"messages": messages, "continue_final_message": true, "add_generation_prompt": false})
+                }
+            }
         };
-        let mut body = json!({"prompt": prompt, "logprobs": 1});
         let fields = body.as_object_mut().expect("a JSON object");
         fields.insert("max_tokens".into(), json!(request.max_tokens));
         fields.insert("temperature".into(), json!(self.config.temperature));
@@ -207,6 +241,10 @@ impl Cloud for CloudClient {
     }
 
     fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> bool {
+        if self.config.mode == CloudMode::Chat {
+            // Chat templates are applied by the server: only text goes out.
+            return false;
+        }
         if let Some(known) = self.shares_vocab {
             return known;
         }
@@ -226,8 +264,11 @@ impl Cloud for CloudClient {
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
         let as_ids = self.shares_vocab == Some(true);
         let body = self.body(request, as_ids);
-        let response =
-            self.send(|| self.authorized(self.http.post(self.url("/completions")).json(&body)))?;
+        let path = match self.config.mode {
+            CloudMode::Completions => "/completions",
+            CloudMode::Chat => "/chat/completions",
+        };
+        let response = self.send(|| self.authorized(self.http.post(self.url(path)).json(&body)))?;
         let text = read_body(response, self.config.request_timeout)?;
         let parsed: CompletionResponse = parse(&text)?;
         let choice = parsed

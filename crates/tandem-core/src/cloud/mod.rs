@@ -7,7 +7,7 @@
 mod client;
 mod wire;
 
-pub use client::{CloudClient, CloudConfig};
+pub use client::{CloudClient, CloudConfig, CloudMode};
 
 use crate::edge::TokenId;
 use std::fmt;
@@ -59,6 +59,10 @@ pub struct CloudRequest<'a> {
     pub ids: &'a [TokenId],
     /// The same prompt as text, computed only when the cloud needs text.
     pub text: &'a dyn Fn() -> String,
+    /// The conversation as messages `(role, content)`, for chat-mode clouds.
+    pub messages: &'a [(String, String)],
+    /// The reply so far, for chat-mode clouds (continued as a final assistant message).
+    pub reply: &'a dyn Fn() -> String,
     /// Maximum tokens to return (the span).
     pub max_tokens: u32,
 }

@@ -143,6 +143,7 @@ fn run(
         cloud: cloud.map(|c| c as &mut dyn Cloud),
         router: &EntropyRouter,
         budget: &live,
+        messages: &[],
     };
     let options = DecodeOptions {
         max_tokens,
@@ -259,6 +260,8 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
         cloud: Some(&mut cloud),
         router: &crate::router::FixedRouter(1.0),
         budget: &live,
+        messages: &[],
+        reply_start: 3,
         controller: ReplyBudget::new(0.5, 0.0),
         sampler: Sampler::new(SamplingParams::default()),
         text: Utf8Stream::default(),
@@ -305,6 +308,8 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
         cloud: Some(&mut jumping),
         router: &EntropyRouter,
         budget: &live,
+        messages: &[],
+        reply_start: 3,
         controller: ReplyBudget::new(0.5, 0.0),
         sampler: Sampler::new(SamplingParams::default()),
         text: Utf8Stream::default(),
@@ -409,6 +414,7 @@ fn the_edge_end_of_turn_stops_the_reply() {
         cloud: None,
         router: &EntropyRouter,
         budget: &live,
+        messages: &[],
     };
     // The edge predicts last + 1: from -3 it reaches 0 (end of turn) after -2, -1.
     generate(c, &[-3], &DecodeOptions::default(), &mut |e: Event| {
@@ -430,6 +436,7 @@ fn a_sink_that_says_stop_cancels_the_reply() {
         cloud: None,
         router: &EntropyRouter,
         budget: &live,
+        messages: &[],
     };
     generate(c, &[1], &DecodeOptions::default(), &mut |e: Event| {
         let is_token = matches!(e, Event::Token { .. });
@@ -453,6 +460,7 @@ fn turning_the_budget_off_mid_reply_stops_cloud_requests_at_the_next_token() {
         cloud: Some(&mut cloud),
         router: &EntropyRouter,
         budget: &live,
+        messages: &[],
     };
     let options = DecodeOptions {
         max_tokens: 40,

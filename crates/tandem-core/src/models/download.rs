@@ -1,0 +1,169 @@
+//! Direct downloads over HTTP(S): resumable with a `Range` request, with progress.
+
+use super::PullProgress;
+use reqwest::blocking::Client;
+use reqwest::header::RANGE;
+use reqwest::StatusCode;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+/// Downloads `url` into `partial`, continuing from what `partial` already holds. Returns a
+/// sentence for the user on failure; the partial file is kept for the next attempt.
+pub(super) fn fetch(
+    url: &str,
+    partial: &Path,
+    total: u64,
+    progress: &mut dyn FnMut(PullProgress),
+) -> Result<(), String> {
+    let mut have = partial.metadata().map_or(0, |m| m.len());
+    if have > total {
+        have = 0;
+    }
+    let client = Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(None)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut request = client.get(url);
+    if have > 0 {
+        request = request.header(RANGE, format!("bytes={have}-"));
+    }
+    let mut response = request.send().map_err(|e| describe(&e))?;
+    let (mut file, mut done) = match response.status() {
+        StatusCode::PARTIAL_CONTENT => (open_append(partial)?, have),
+        StatusCode::OK => (File::create(partial).map_err(|e| e.to_string())?, 0),
+        StatusCode::RANGE_NOT_SATISFIABLE if have == total => return Ok(()),
+        status => return Err(format!("HTTP {status}")),
+    };
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = match response.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => {
+                return Err(format!(
+                    "{e} after {done} of {total} bytes; pull again to resume"
+                ))
+            }
+        };
+        file.write_all(&buffer[..n])
+            .map_err(|e| format!("writing {}: {e}", partial.display()))?;
+        done += n as u64;
+        progress(PullProgress { done, total });
+    }
+    file.sync_all().map_err(|e| e.to_string())?;
+    if done != total {
+        return Err(format!(
+            "the connection closed after {done} of {total} bytes; pull again to resume"
+        ));
+    }
+    Ok(())
+}
+
+fn open_append(path: &Path) -> Result<File, String> {
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("reopening {}: {e}", path.display()))
+}
+
+/// reqwest's own message is "error sending request"; the cause is what helps.
+fn describe(e: &reqwest::Error) -> String {
+    let mut current: &dyn std::error::Error = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{pull, CatalogueEntry};
+    use sha2::{Digest, Sha256};
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+
+    /// An HTTP server on 127.0.0.1 that serves `body`, honours `Range`, and cuts the first
+    /// response off halfway, as a dropped connection would. Returns its URL and the Range
+    /// headers it saw.
+    fn flaky_server(body: Vec<u8>) -> (String, std::sync::mpsc::Receiver<Option<String>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/model.gguf", listener.local_addr().unwrap());
+        let (seen, ranges) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().take(2).enumerate() {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut range = None;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
+                        range = Some(v.trim().trim_end_matches('-').to_owned());
+                    }
+                }
+                seen.send(range.clone()).unwrap();
+                let start: usize = range.as_deref().map_or(0, |r| r.parse().unwrap());
+                let rest = &body[start..];
+                let head = if start > 0 {
+                    format!(
+                        "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\nConnection: close\r\n\r\n",
+                        rest.len(),
+                        body.len() - 1,
+                        body.len()
+                    )
+                } else {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        rest.len()
+                    )
+                };
+                stream.write_all(head.as_bytes()).unwrap();
+                let cut = if n == 0 { rest.len() / 2 } else { rest.len() };
+                stream.write_all(&rest[..cut]).unwrap();
+            }
+        });
+        (url, ranges)
+    }
+
+    #[test]
+    fn an_interrupted_download_resumes_where_it_stopped_and_is_verified() {
+        let body: Vec<u8> = (0..300_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let (url, ranges) = flaky_server(body.clone());
+        let entry = CatalogueEntry {
+            name: "test-model".into(),
+            role: "test".into(),
+            file: "model.gguf".into(),
+            bytes: body.len() as u64,
+            sha256: hex::encode(Sha256::digest(&body)),
+            url: Some(url),
+            packages: Vec::new(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut last = None;
+        let err = pull(&entry, dir.path(), &mut |p| last = Some(p))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pull again to resume"), "{err}");
+        let kept = std::fs::metadata(dir.path().join("model.gguf.part"))
+            .unwrap()
+            .len();
+        assert_eq!(kept, body.len() as u64 / 2);
+
+        let path = pull(&entry, dir.path(), &mut |p| last = Some(p)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), body);
+        assert_eq!(last.unwrap().done, body.len() as u64);
+        assert_eq!(ranges.recv().unwrap(), None);
+        assert_eq!(
+            ranges.recv().unwrap(),
+            Some(kept.to_string()),
+            "the second request resumed"
+        );
+        assert!(!dir.path().join("model.gguf.part").exists());
+    }
+}
