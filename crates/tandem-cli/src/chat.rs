@@ -8,9 +8,7 @@ use crate::view::TerminalView;
 use anyhow::Result;
 use std::io::{BufRead, Write};
 use tandem_core::budget::CloudBudget;
-use tandem_core::engine::Engine;
 use tandem_core::event::Event;
-use tandem_core::paths::Paths;
 
 /// Flags of `tandem chat`.
 #[derive(clap::Args)]
@@ -26,12 +24,7 @@ const HELP: &str = "commands: /budget SHARE|off  /reset  /quit";
 
 /// Runs it until /quit or end of input.
 pub fn run(args: Args) -> Result<()> {
-    let paths = Paths::discover();
-    let config = args.overrides.resolve(&paths)?;
-    let engine = Engine::open(&config, &paths)?;
-    for notice in engine.notices() {
-        eprintln!("[notice] {notice}");
-    }
+    let (config, engine) = args.overrides.open_engine()?;
     let mut chat = engine.chat()?;
     if let Some(system) = &args.system {
         chat.system(system);

@@ -3,9 +3,7 @@
 use crate::settings::Overrides;
 use crate::view::TerminalView;
 use anyhow::Result;
-use tandem_core::engine::Engine;
 use tandem_core::event::Event;
-use tandem_core::paths::Paths;
 
 /// Flags of `tandem generate`.
 #[derive(clap::Args)]
@@ -25,12 +23,7 @@ pub struct Args {
 
 /// Runs it.
 pub fn run(args: Args) -> Result<()> {
-    let paths = Paths::discover();
-    let config = args.overrides.resolve(&paths)?;
-    let engine = Engine::open(&config, &paths)?;
-    for notice in engine.notices() {
-        eprintln!("[notice] {notice}");
-    }
+    let (_, engine) = args.overrides.open_engine()?;
     let mut chat = engine.chat()?;
     if let Some(system) = &args.system {
         chat.system(system);

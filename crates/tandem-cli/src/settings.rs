@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use tandem_core::budget::CloudBudget;
 use tandem_core::cloud::CloudMode;
 use tandem_core::config::Config;
+use tandem_core::engine::Engine;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
 
@@ -60,6 +61,17 @@ pub struct Overrides {
 }
 
 impl Overrides {
+    /// Loads the engine these settings describe and shows its start-up notices.
+    pub fn open_engine(&self) -> Result<(Config, Engine)> {
+        let paths = Paths::discover();
+        let config = self.resolve(&paths)?;
+        let engine = Engine::open(&config, &paths)?;
+        for notice in engine.notices() {
+            eprintln!("[notice] {notice}");
+        }
+        Ok((config, engine))
+    }
+
     /// The settings file with these flags applied.
     pub fn resolve(&self, paths: &Paths) -> Result<Config> {
         let path = self

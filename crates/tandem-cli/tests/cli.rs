@@ -19,32 +19,53 @@ fn smollm2() -> Option<PathBuf> {
     Some(PathBuf::from(dir).join("SmolLM2-135M-Instruct.Q4_1.gguf"))
 }
 
-#[test]
-fn generate_json_prints_only_events_and_routes_to_the_cloud() {
-    let Some(model) = smollm2() else { return };
-    let home = tempfile::tempdir().unwrap();
-    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
-    let output = tandem(home.path())
+/// `tandem generate --json` with one thread against `fake`, plus `flags`.
+fn generate(
+    home: &std::path::Path,
+    model: &std::path::Path,
+    fake: &FakeCloud,
+    prompt: &str,
+    flags: &[&str],
+) -> Command {
+    let mut command = tandem(home);
+    command
         .args([
             "generate",
             "--json",
             "--threads",
             "1",
+            "--prompt",
+            prompt,
+            "--cloud",
+            &fake.base_url(),
+            "--edge",
+        ])
+        .arg(model)
+        .args(flags);
+    command
+}
+
+#[test]
+fn generate_json_prints_only_events_and_routes_to_the_cloud() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let output = generate(
+        home.path(),
+        &model,
+        &fake,
+        "Tell me about the sea.",
+        &[
             "--max-tokens",
             "24",
             "--budget",
             "0.3",
-        ])
-        .args(["--router", "cloud-only", "--edge"])
-        .arg(&model)
-        .args([
-            "--cloud",
-            &fake.base_url(),
-            "--prompt",
-            "Tell me about the sea.",
-        ])
-        .output()
-        .unwrap();
+            "--router",
+            "cloud-only",
+        ],
+    )
+    .output()
+    .unwrap();
     assert!(
         output.status.success(),
         "{}",
@@ -73,22 +94,15 @@ fn budget_zero_makes_no_request() {
     let Some(model) = smollm2() else { return };
     let home = tempfile::tempdir().unwrap();
     let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
-    let output = tandem(home.path())
-        .args([
-            "generate",
-            "--json",
-            "--threads",
-            "1",
-            "--max-tokens",
-            "16",
-            "--budget",
-            "0",
-            "--edge",
-        ])
-        .arg(&model)
-        .args(["--cloud", &fake.base_url(), "--prompt", "Hi"])
-        .output()
-        .unwrap();
+    let output = generate(
+        home.path(),
+        &model,
+        &fake,
+        "Hi",
+        &["--max-tokens", "16", "--budget", "0"],
+    )
+    .output()
+    .unwrap();
     assert!(
         output.status.success(),
         "{}",
@@ -207,22 +221,22 @@ fn a_stored_key_survives_a_restart_and_is_never_printed_whole() {
     // And sends it: the fake cloud accepts only that key.
     if let Some(model) = smollm2() {
         let fake = FakeCloud::start(Script::cycle(&[" ocean"]).requiring_key(secret)).unwrap();
-        let output = tandem(home.path())
-            .args([
-                "generate",
-                "--json",
-                "--threads",
-                "1",
+        let output = generate(
+            home.path(),
+            &model,
+            &fake,
+            "Hi",
+            &[
                 "--max-tokens",
                 "8",
                 "--budget",
                 "1",
-            ])
-            .args(["--router", "cloud-only", "--edge"])
-            .arg(&model)
-            .args(["--cloud", &fake.base_url(), "--prompt", "Hi"])
-            .output()
-            .unwrap();
+                "--router",
+                "cloud-only",
+            ],
+        )
+        .output()
+        .unwrap();
         let all = format!(
             "{}{}",
             String::from_utf8_lossy(&output.stdout),
@@ -246,23 +260,23 @@ fn a_wrong_key_is_a_notice_and_the_reply_finishes_locally() {
     let Some(model) = smollm2() else { return };
     let home = tempfile::tempdir().unwrap();
     let fake = FakeCloud::start(Script::cycle(&[" ocean"]).requiring_key("sk-right")).unwrap();
-    let output = tandem(home.path())
-        .env("TANDEM_CLOUD_API_KEY", "sk-wrong-key-value")
-        .args([
-            "generate",
-            "--json",
-            "--threads",
-            "1",
+    let output = generate(
+        home.path(),
+        &model,
+        &fake,
+        "Hi",
+        &[
             "--max-tokens",
             "12",
             "--budget",
             "1",
-        ])
-        .args(["--router", "cloud-only", "--edge"])
-        .arg(&model)
-        .args(["--cloud", &fake.base_url(), "--prompt", "Hi"])
-        .output()
-        .unwrap();
+            "--router",
+            "cloud-only",
+        ],
+    )
+    .env("TANDEM_CLOUD_API_KEY", "sk-wrong-key-value")
+    .output()
+    .unwrap();
     assert!(output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("refused the API key"), "{stdout}");
@@ -286,22 +300,15 @@ fn the_daily_spend_cap_holds_across_runs() {
     .unwrap();
     let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
     let run = || {
-        let output = tandem(home.path())
-            .args([
-                "generate",
-                "--json",
-                "--threads",
-                "1",
-                "--max-tokens",
-                "16",
-                "--router",
-                "cloud-only",
-                "--edge",
-            ])
-            .arg(&model)
-            .args(["--cloud", &fake.base_url(), "--prompt", "Hi"])
-            .output()
-            .unwrap();
+        let output = generate(
+            home.path(),
+            &model,
+            &fake,
+            "Hi",
+            &["--max-tokens", "16", "--router", "cloud-only"],
+        )
+        .output()
+        .unwrap();
         assert!(
             output.status.success(),
             "{}",

@@ -65,7 +65,11 @@ impl Engine {
         notices.extend(notice);
         let cloud = (!config.cloud.url.is_empty()).then(|| {
             let lookup = secrets::api_key();
-            if let Some(problem) = lookup.keyring_problem {
+            // A cloud on this machine (the local stand-in) needs no key: no need to worry anyone.
+            let local_cloud = ["://127.0.0.1", "://localhost", "://[::1]"]
+                .iter()
+                .any(|host| config.cloud.url.contains(host));
+            if let Some(problem) = lookup.keyring_problem.filter(|_| !local_cloud) {
                 notices.push(format!(
                     "the OS keyring is unavailable ({problem}); set {} to send an API key",
                     secrets::API_KEY_VAR

@@ -130,6 +130,30 @@ impl Cloud for ScriptedCloud {
     }
 }
 
+/// A reply in progress over a three-token prompt, sending ids.
+fn reply_over<'a>(
+    edge: &'a mut ScriptedEdge,
+    cloud: &'a mut dyn Cloud,
+    router: &'a dyn Router,
+    live: &'a LiveBudget,
+) -> Reply<'a> {
+    Reply {
+        edge,
+        cloud: Some(cloud),
+        router,
+        budget: live,
+        messages: &[],
+        reply_start: 3,
+        controller: ReplyBudget::new(0.5, 0.0),
+        sampler: Sampler::new(SamplingParams::default()),
+        text: Utf8Stream::default(),
+        usage: Usage::default(),
+        timings: Timings::default(),
+        cloud_failures: 0,
+        as_ids: true,
+    }
+}
+
 fn run(
     edge: &mut ScriptedEdge,
     cloud: Option<&mut ScriptedCloud>,
@@ -255,21 +279,12 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
     let mut edge = ScriptedEdge::new(|_| 0.0);
     let mut cloud = ScriptedCloud::new(1000);
     let live = LiveBudget::new(CloudBudget::share(1.0));
-    let mut reply = Reply {
-        edge: &mut edge,
-        cloud: Some(&mut cloud),
-        router: &crate::router::FixedRouter(1.0),
-        budget: &live,
-        messages: &[],
-        reply_start: 3,
-        controller: ReplyBudget::new(0.5, 0.0),
-        sampler: Sampler::new(SamplingParams::default()),
-        text: Utf8Stream::default(),
-        usage: Usage::default(),
-        timings: Timings::default(),
-        cloud_failures: 0,
-        as_ids: true,
-    };
+    let mut reply = reply_over(
+        &mut edge,
+        &mut cloud,
+        &crate::router::FixedRouter(1.0),
+        &live,
+    );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let mut sink = |_: Event| true;
     let (kept, next) = reply
@@ -303,21 +318,7 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
     }
     let mut edge = ScriptedEdge::new(|_| 0.0);
     let mut jumping = Jumping;
-    let mut reply = Reply {
-        edge: &mut edge,
-        cloud: Some(&mut jumping),
-        router: &EntropyRouter,
-        budget: &live,
-        messages: &[],
-        reply_start: 3,
-        controller: ReplyBudget::new(0.5, 0.0),
-        sampler: Sampler::new(SamplingParams::default()),
-        text: Utf8Stream::default(),
-        usage: Usage::default(),
-        timings: Timings::default(),
-        cloud_failures: 0,
-        as_ids: true,
-    };
+    let mut reply = reply_over(&mut edge, &mut jumping, &EntropyRouter, &live);
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let (kept, next) = reply
         .ask_cloud(&step, 1.0, 4, &mut sink)

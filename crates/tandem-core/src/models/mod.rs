@@ -105,6 +105,32 @@ fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ModelE
     move |source| ModelError::Io { context, source }
 }
 
+/// A catalogue model and whether it is downloaded.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ModelStatus {
+    /// Catalogue name.
+    pub name: String,
+    /// What it is for.
+    pub role: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Whether the file is in the models folder.
+    pub pulled: bool,
+}
+
+/// Every catalogue model with its download state.
+pub fn statuses(models_dir: &Path) -> Vec<ModelStatus> {
+    catalogue()
+        .into_iter()
+        .map(|m| ModelStatus {
+            pulled: models_dir.join(&m.file).is_file(),
+            name: m.name,
+            role: m.role,
+            bytes: m.bytes,
+        })
+        .collect()
+}
+
 /// Looks a model up by catalogue name.
 pub fn find(name: &str) -> Option<CatalogueEntry> {
     catalogue().into_iter().find(|m| m.name == name)
