@@ -24,7 +24,8 @@ const HELP: &str = "commands: /budget SHARE|off  /reset  /quit";
 
 /// Runs it until /quit or end of input.
 pub fn run(args: Args) -> Result<()> {
-    let (config, engine) = args.overrides.open_engine()?;
+    let session = args.overrides.open_engine()?;
+    let (config, engine) = (&session.config, &session.engine);
     let mut chat = engine.chat()?;
     if let Some(system) = &args.system {
         chat.system(system);

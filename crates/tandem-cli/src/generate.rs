@@ -23,7 +23,8 @@ pub struct Args {
 
 /// Runs it.
 pub fn run(args: Args) -> Result<()> {
-    let (_, engine) = args.overrides.open_engine()?;
+    let session = args.overrides.open_engine()?;
+    let engine = &session.engine;
     let mut chat = engine.chat()?;
     if let Some(system) = &args.system {
         chat.system(system);

@@ -9,6 +9,17 @@ use tandem_core::config::Config;
 use tandem_core::engine::Engine;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
+use tandem_serve::stand_in::{self, StandIn};
+use tandem_serve::Running;
+
+/// An engine ready to chat, and the stand-in cloud it may talk to.
+pub struct Session {
+    /// The settings in force.
+    pub config: Config,
+    /// The loaded engine.
+    pub engine: Engine,
+    _stand_in: Option<Running>,
+}
 
 /// Flags that override `config.toml`.
 #[derive(Args, Debug, Clone)]
@@ -19,7 +30,8 @@ pub struct Overrides {
     /// Edge model: catalogue name or GGUF path.
     #[arg(long)]
     pub edge: Option<String>,
-    /// Cloud base URL (OpenAI-compatible, including /v1); "none" for local only.
+    /// Cloud base URL (OpenAI-compatible, including /v1); "none" for local only; unset and
+    /// not in the settings: the local stand-in (serve.model on 127.0.0.1).
     #[arg(long)]
     pub cloud: Option<String>,
     /// Model name sent to the cloud.
@@ -61,15 +73,39 @@ pub struct Overrides {
 }
 
 impl Overrides {
-    /// Loads the engine these settings describe and shows its start-up notices.
-    pub fn open_engine(&self) -> Result<(Config, Engine)> {
+    /// Loads the engine these settings describe, with the local stand-in cloud when no
+    /// cloud is configured, and shows its start-up notices. Keep the returned [`Session`]
+    /// alive while the engine is used: dropping it stops the stand-in.
+    pub fn open_engine(&self) -> Result<Session> {
         let paths = Paths::discover();
-        let config = self.resolve(&paths)?;
+        let mut config = self.resolve(&paths)?;
+        // A wrong edge model is reported before the stand-in spends seconds loading.
+        tandem_core::models::resolve(&config.edge, &paths.models())?;
+        let stand_in = match stand_in::start_if_needed(&config, &paths) {
+            StandIn::Started(running) => {
+                eprintln!(
+                    "[notice] local stand-in cloud: {} on {}",
+                    config.serve.model,
+                    running.base_url()
+                );
+                config.cloud.url = running.base_url();
+                Some(running)
+            }
+            StandIn::Unavailable(why) => {
+                eprintln!("[notice] {why}");
+                None
+            }
+            StandIn::NotNeeded => None,
+        };
         let engine = Engine::open(&config, &paths)?;
         for notice in engine.notices() {
             eprintln!("[notice] {notice}");
         }
-        Ok((config, engine))
+        Ok(Session {
+            config,
+            engine,
+            _stand_in: stand_in,
+        })
     }
 
     /// The settings file with these flags applied.
@@ -83,11 +119,7 @@ impl Overrides {
             c.edge = v.clone();
         }
         if let Some(v) = &self.cloud {
-            c.cloud.url = if v == "none" {
-                String::new()
-            } else {
-                v.clone()
-            };
+            c.cloud.url = v.clone();
         }
         if let Some(v) = &self.cloud_model {
             c.cloud.model = Some(v.clone());

@@ -395,3 +395,61 @@ fn chat_keeps_the_conversation_and_budget_off_applies_to_the_next_turn() {
     // The first reply shows the cloud's words.
     assert!(String::from_utf8_lossy(&output.stdout).contains("ocean"));
 }
+
+#[test]
+fn with_no_cloud_configured_the_local_stand_in_serves_and_none_means_local_only() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    // The stand-in serves SmolLM2 here (the default is Qwen2.5-Coder-1.5B).
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        format!(
+            "threads = 1\n[serve]\nmodel = {:?}\n",
+            model.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let run = |cloud: Option<&str>| {
+        let mut command = tandem(home.path());
+        command
+            .args([
+                "generate",
+                "--json",
+                "--max-tokens",
+                "8",
+                "--budget",
+                "1",
+                "--router",
+                "cloud-only",
+            ])
+            .args(["--prompt", "Hi", "--edge"])
+            .arg(&model);
+        if let Some(cloud) = cloud {
+            command.args(["--cloud", cloud]);
+        }
+        let output = command.output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        let events: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (events, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (events, stderr) = run(None);
+    let cloud = events[0]["cloud"].as_str().expect("a cloud endpoint");
+    assert!(cloud.starts_with("http://127.0.0.1:"), "{cloud}");
+    assert!(stderr.contains("local stand-in cloud"), "{stderr}");
+    let usage = &events.last().unwrap()["usage"];
+    assert!(usage["cloud_tokens"].as_u64().unwrap() > 0, "{usage}");
+    assert!(!stderr.contains("cloud_error"));
+
+    let (events, _) = run(Some("none"));
+    assert!(events[0]["cloud"].is_null());
+    assert_eq!(events.last().unwrap()["usage"]["cloud_requests"], 0);
+}

@@ -36,7 +36,7 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CloudSettings {
-    /// Base URL including `/v1`; empty means "start the local stand-in".
+    /// Base URL including `/v1`; empty starts the local stand-in; `none` means no cloud.
     pub url: String,
     /// Model name sent with requests.
     pub model: Option<String>,
@@ -95,6 +95,18 @@ impl Default for CloudSettings {
             span: 4,
             timeout_secs: 20.0,
         }
+    }
+}
+
+impl CloudSettings {
+    /// The endpoint to call, if any.
+    pub fn endpoint(&self) -> Option<&str> {
+        Some(self.url.as_str()).filter(|url| !url.is_empty() && *url != "none")
+    }
+
+    /// Whether no cloud is configured and the local stand-in should serve instead.
+    pub fn wants_stand_in(&self) -> bool {
+        self.url.is_empty()
     }
 }
 

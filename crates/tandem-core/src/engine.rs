@@ -63,19 +63,19 @@ impl Engine {
         let (router, notice) =
             router::build(config.router.kind, config.router.path.as_deref(), &pair);
         notices.extend(notice);
-        let cloud = (!config.cloud.url.is_empty()).then(|| {
+        let cloud = config.cloud.endpoint().map(|url| {
             let lookup = secrets::api_key();
             // A cloud on this machine (the local stand-in) needs no key: no need to worry anyone.
             let local_cloud = ["://127.0.0.1", "://localhost", "://[::1]"]
                 .iter()
-                .any(|host| config.cloud.url.contains(host));
+                .any(|host| url.contains(host));
             if let Some(problem) = lookup.keyring_problem.filter(|_| !local_cloud) {
                 notices.push(format!(
                     "the OS keyring is unavailable ({problem}); set {} to send an API key",
                     secrets::API_KEY_VAR
                 ));
             }
-            let mut c = CloudConfig::new(&config.cloud.url);
+            let mut c = CloudConfig::new(url);
             c.model = config.cloud.model.clone();
             c.mode = config.cloud.mode;
             c.api_key = lookup.key.map(|(key, _)| key);

@@ -9,6 +9,7 @@
 pub mod cli;
 mod engine;
 mod http;
+pub mod stand_in;
 mod wire;
 
 pub use engine::{EngineHandle, ServeOptions};

@@ -1,0 +1,55 @@
+//! The local stand-in cloud: when no cloud is configured, Tandem serves the configured
+//! cloud model (`serve.model`, Qwen2.5-Coder-1.5B by default) itself on a free port of
+//! 127.0.0.1, so routing works out of the box with nothing leaving the machine. The CLI and
+//! the desktop app both start it here; it stops when the returned handle is dropped.
+
+use crate::{start, EngineHandle, Running, ServeOptions};
+use tandem_core::config::Config;
+use tandem_core::local::{default_threads, LocalOptions};
+use tandem_core::models::{self, ModelError};
+use tandem_core::paths::Paths;
+
+/// What happened to the stand-in.
+pub enum StandIn {
+    /// A cloud is configured: nothing was started.
+    NotNeeded,
+    /// Running; point the client at [`Running::base_url`].
+    Started(Running),
+    /// Could not start; the sentence says why and what to do.
+    Unavailable(String),
+}
+
+/// Starts the stand-in if `config` names no cloud.
+pub fn start_if_needed(config: &Config, paths: &Paths) -> StandIn {
+    if !config.cloud.wants_stand_in() {
+        return StandIn::NotNeeded;
+    }
+    let model = &config.serve.model;
+    let model_path = match models::resolve(model, &paths.models()) {
+        Ok(path) => path,
+        Err(ModelError::NotPulled { name }) => {
+            return StandIn::Unavailable(format!(
+                "no cloud is configured and the local stand-in ({name}) is not downloaded: \
+                 run `tandem models pull {name}`; replying locally"
+            ))
+        }
+        Err(e) => return StandIn::Unavailable(format!("the local stand-in cannot start: {e}")),
+    };
+    let engine = EngineHandle::start(ServeOptions {
+        model_path,
+        model_name: model.clone(),
+        local: LocalOptions {
+            n_ctx: config.context,
+            threads: config.threads.unwrap_or_else(default_threads),
+            hidden_state: false,
+        },
+        prefix_reuse: true,
+    });
+    let running = engine
+        .map_err(|e| e.to_string())
+        .and_then(|engine| start(engine, ([127, 0, 0, 1], 0).into()).map_err(|e| e.to_string()));
+    match running {
+        Ok(running) => StandIn::Started(running),
+        Err(e) => StandIn::Unavailable(format!("the local stand-in cannot start: {e}")),
+    }
+}
