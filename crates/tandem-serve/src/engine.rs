@@ -58,16 +58,21 @@ pub enum Output {
         logprob: Option<TokenLogprob>,
     },
     /// The job ended.
-    Done {
-        finish_reason: &'static str,
-        prompt_tokens: u32,
-        completion_tokens: u32,
-        prompt_decoded: u32,
-        prompt_ms: f64,
-        predicted_ms: f64,
-    },
+    Done(Finished),
     /// The job failed; the message is for the client.
     Failed(String),
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished {
+    pub finish_reason: &'static str,
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    /// Prompt tokens decoded (the rest were reused from the previous request's cache).
+    pub prompt_decoded: u32,
+    pub prompt_ms: f64,
+    pub predicted_ms: f64,
 }
 
 /// Counters for `/metrics`.
@@ -286,12 +291,12 @@ fn run_job(
     counters
         .completion_tokens
         .fetch_add(u64::from(completion_tokens), Ordering::Relaxed);
-    let _ = job.output.send(Output::Done {
+    let _ = job.output.send(Output::Done(Finished {
         finish_reason,
         prompt_tokens: prompt.len() as u32,
         completion_tokens,
         prompt_decoded: decoded as u32,
         prompt_ms,
         predicted_ms: predicting.elapsed().as_secs_f64() * 1e3,
-    });
+    }));
 }

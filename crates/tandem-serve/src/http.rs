@@ -1,6 +1,6 @@
 //! The HTTP face: OpenAI routes over the model thread, streaming or not.
 
-use crate::engine::{EngineHandle, Job, JobPrompt, Output};
+use crate::engine::{EngineHandle, Finished, Job, JobPrompt, Output};
 use crate::wire::{self, error_body, ChatRequest, CompletionRequest, Prompt, TokenizeRequest};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -316,31 +316,21 @@ impl Meta {
     }
 }
 
-fn usage_and_timings(done: &Output) -> Option<(Value, Value)> {
-    let Output::Done {
-        prompt_tokens,
-        completion_tokens,
-        prompt_decoded,
-        prompt_ms,
-        predicted_ms,
-        ..
-    } = done
-    else {
-        return None;
-    };
+/// The `usage` and `timings` fields of a finished reply.
+fn usage_and_timings(done: &Finished) -> (Value, Value) {
     let usage = wire::Usage {
-        prompt_tokens: *prompt_tokens,
-        completion_tokens: *completion_tokens,
-        total_tokens: prompt_tokens + completion_tokens,
+        prompt_tokens: done.prompt_tokens,
+        completion_tokens: done.completion_tokens,
+        total_tokens: done.prompt_tokens + done.completion_tokens,
     };
     let timings = wire::Timings {
-        prompt_n: *prompt_decoded,
-        cache_n: prompt_tokens - prompt_decoded,
-        prompt_ms: *prompt_ms,
-        predicted_n: *completion_tokens,
-        predicted_ms: *predicted_ms,
+        prompt_n: done.prompt_decoded,
+        cache_n: done.prompt_tokens - done.prompt_decoded,
+        prompt_ms: done.prompt_ms,
+        predicted_n: done.completion_tokens,
+        predicted_ms: done.predicted_ms,
     };
-    Some((json!(usage), json!(timings)))
+    (json!(usage), json!(timings))
 }
 
 async fn collect_response(
@@ -360,15 +350,12 @@ async fn collect_response(
                 content.extend(logprob);
             }
             Output::Failed(message) => return bad_request(message),
-            done @ Output::Done { .. } => {
-                let Output::Done { finish_reason, .. } = done else {
-                    unreachable!()
-                };
-                let (usage, timings) = usage_and_timings(&done).expect("done");
+            Output::Done(done) => {
+                let (usage, timings) = usage_and_timings(&done);
                 let logprobs = with_logprobs.then(|| json!(content));
                 let mut body = meta.body(
                     false,
-                    meta.choice(&text, logprobs, Some(finish_reason), false),
+                    meta.choice(&text, logprobs, Some(done.finish_reason), false),
                     Some(("usage", usage)),
                 );
                 body["timings"] = timings;
@@ -416,11 +403,11 @@ fn sse_data(output: &Output, meta: &Meta) -> Vec<String> {
                 "[DONE]".into(),
             ]
         }
-        Output::Done { finish_reason, .. } => {
-            let (usage, timings) = usage_and_timings(output).expect("done");
+        Output::Done(done) => {
+            let (usage, timings) = usage_and_timings(done);
             let mut last = meta.body(
                 true,
-                meta.choice("", None, Some(finish_reason), true),
+                meta.choice("", None, Some(done.finish_reason), true),
                 Some(("usage", usage)),
             );
             last["timings"] = timings;
