@@ -30,6 +30,9 @@ pub enum OpenError {
     /// The cloud client could not be built.
     #[error(transparent)]
     Cloud(#[from] CloudError),
+    /// The engine thread could not start.
+    #[error("the engine thread failed: {0}")]
+    Thread(String),
 }
 
 /// A loaded edge model with its router and cloud settings.

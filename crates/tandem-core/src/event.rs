@@ -29,6 +29,8 @@ pub enum NoticeKind {
     ContextFull,
     /// Today's spend could not be written (the daily cap may undercount).
     SpendNotSaved,
+    /// The edge model failed; the reply ended early.
+    EngineError,
 }
 
 /// Why a reply ended.
@@ -43,6 +45,8 @@ pub enum FinishReason {
     Cancelled,
     /// The context window is full.
     ContextFull,
+    /// The edge model failed (a `notice` says how).
+    Error,
 }
 
 /// Token and cost counts of one reply.

@@ -45,3 +45,4 @@ pub mod secrets;
 pub mod signals;
 pub mod spend;
 pub mod utf8_stream;
+pub mod worker;

@@ -1,0 +1,150 @@
+//! The engine on its own thread, for front ends that must not block (the desktop app).
+//!
+//! llama.cpp contexts cannot cross threads, so the worker thread owns the [`Engine`] and its
+//! conversation; callers send commands over a channel and every reply comes back on its own
+//! event channel, errors included (`notice` then `finished` with reason `error`). Cancelling
+//! a reply is a flag the decode loop reads at every token.
+
+use crate::budget::LiveBudget;
+use crate::config::Config;
+use crate::engine::{Engine, OpenError};
+use crate::event::{Event, FinishReason, NoticeKind, Timings, Usage};
+use crate::paths::Paths;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+enum Command {
+    Send {
+        text: String,
+        events: mpsc::Sender<Event>,
+        cancel: Arc<AtomicBool>,
+    },
+    Reset,
+}
+
+/// A reply in progress: its events, and a way to stop it.
+pub struct ReplyHandle {
+    /// Events in order, ending with `finished`.
+    pub events: mpsc::Receiver<Event>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl ReplyHandle {
+    /// Stops the reply at its next token (it still ends with a `finished` event).
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The worker thread stopped (its engine panicked or was dropped).
+#[derive(Debug, thiserror::Error)]
+#[error("the engine thread has stopped")]
+pub struct WorkerGone;
+
+/// A handle on the engine thread; dropping it ends the thread after the current reply.
+pub struct EngineWorker {
+    commands: Option<mpsc::Sender<Command>>,
+    budget: LiveBudget,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EngineWorker {
+    /// Loads the engine on a new thread; returns once it is ready, or the load error.
+    pub fn spawn(config: Config, paths: Paths) -> Result<EngineWorker, OpenError> {
+        let (commands, inbox) = mpsc::channel::<Command>();
+        let (ready, started) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("tandem-engine".into())
+            .spawn(move || {
+                let engine = match Engine::open(&config, &paths) {
+                    Ok(engine) => engine,
+                    Err(e) => return ready.send(Err(e)).unwrap_or(()),
+                };
+                let mut chat = match engine.chat() {
+                    Ok(chat) => chat,
+                    Err(e) => return ready.send(Err(e)).unwrap_or(()),
+                };
+                if ready.send(Ok(engine.budget().clone())).is_err() {
+                    return;
+                }
+                for command in inbox {
+                    match command {
+                        Command::Reset => chat.reset(),
+                        Command::Send {
+                            text,
+                            events,
+                            cancel,
+                        } => {
+                            let mut sink = |event: Event| {
+                                events.send(event).is_ok() && !cancel.load(Ordering::Relaxed)
+                            };
+                            if let Err(e) = chat.send(&text, &mut sink) {
+                                let _ = events.send(Event::Notice {
+                                    kind: NoticeKind::EngineError,
+                                    message: e.to_string(),
+                                });
+                                let _ = events.send(Event::Finished {
+                                    reason: FinishReason::Error,
+                                    usage: Usage::default(),
+                                    timings: Timings::default(),
+                                });
+                            }
+                        }
+                    }
+                }
+            })
+            .map_err(|e| OpenError::Thread(e.to_string()))?;
+        let budget = started
+            .recv()
+            .map_err(|_| OpenError::Thread("the engine thread stopped while loading".into()))??;
+        Ok(EngineWorker {
+            commands: Some(commands),
+            budget,
+            thread: Some(thread),
+        })
+    }
+
+    /// Sends a user message; the reply streams on the returned handle.
+    pub fn send(&self, text: &str) -> Result<ReplyHandle, WorkerGone> {
+        let (events, receiver) = mpsc::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        self.command(Command::Send {
+            text: text.to_owned(),
+            events,
+            cancel: cancel.clone(),
+        })?;
+        Ok(ReplyHandle {
+            events: receiver,
+            cancel,
+        })
+    }
+
+    /// Starts a new conversation.
+    pub fn reset(&self) -> Result<(), WorkerGone> {
+        self.command(Command::Reset)
+    }
+
+    /// The budget; a change applies from the next token, also mid-reply.
+    pub fn budget(&self) -> &LiveBudget {
+        &self.budget
+    }
+
+    fn command(&self, command: Command) -> Result<(), WorkerGone> {
+        self.commands
+            .as_ref()
+            .ok_or(WorkerGone)?
+            .send(command)
+            .map_err(|_| WorkerGone)
+    }
+}
+
+impl Drop for EngineWorker {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop.
+        self.commands.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The engine on its own thread, driven as the desktop app will drive it.
+
+mod support;
+
+use support::{model, SMOLLM2};
+use tandem_core::budget::CloudBudget;
+use tandem_core::config::Config;
+use tandem_core::engine::OpenError;
+use tandem_core::event::{Event, FinishReason, TokenSource};
+use tandem_core::paths::Paths;
+use tandem_core::router::RouterKind;
+use tandem_core::worker::{EngineWorker, ReplyHandle};
+use tandem_fake_cloud::{FakeCloud, Script};
+
+fn paths(home: &std::path::Path) -> Paths {
+    Paths {
+        config: home.join("config"),
+        data: home.join("data"),
+        cache: home.join("cache"),
+    }
+}
+
+fn config(edge: &std::path::Path, cloud: &FakeCloud) -> Config {
+    let mut c = Config {
+        edge: edge.to_str().unwrap().to_owned(),
+        threads: Some(1),
+        context: 1024,
+        max_tokens: 40,
+        budget: CloudBudget::share(1.0),
+        ..Config::default()
+    };
+    c.cloud.url = cloud.base_url();
+    c.router.kind = RouterKind::CloudOnly;
+    c
+}
+
+/// Reads a reply to its end, calling `each` with every token's source.
+fn drain(reply: &ReplyHandle, mut each: impl FnMut(usize, TokenSource)) -> FinishReason {
+    let mut n = 0;
+    for event in reply.events.iter() {
+        match event {
+            Event::Token { source, .. } => {
+                each(n, source);
+                n += 1;
+            }
+            Event::Finished { reason, .. } => return reason,
+            _ => {}
+        }
+    }
+    panic!("the reply ended without a finished event");
+}
+
+#[test]
+fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
+    let Some(edge) = model(SMOLLM2) else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let worker = EngineWorker::spawn(config(&edge, &fake), paths(home.path())).unwrap();
+
+    // Cancelled after three tokens: it still finishes, as cancelled.
+    let reply = worker.send("Tell me a long story about the sea.").unwrap();
+    let reason = drain(&reply, |n, _| {
+        if n == 2 {
+            reply.cancel();
+        }
+    });
+    assert_eq!(reason, FinishReason::Cancelled);
+
+    // The next turn works; the budget handle is the one the engine thread reads (the decode
+    // tests show a change landing mid-reply at the next token).
+    let reply = worker.send("And then?").unwrap();
+    let mut sources = Vec::new();
+    assert_eq!(
+        drain(&reply, |_, source| sources.push(source)),
+        FinishReason::Length
+    );
+    assert!(
+        sources.iter().all(|s| *s == TokenSource::Cloud),
+        "{sources:?}"
+    );
+    worker.budget().set(CloudBudget::off());
+    let requests = fake.requests();
+    let reply = worker.send("Go on.").unwrap();
+    let mut sources = Vec::new();
+    drain(&reply, |_, source| sources.push(source));
+    assert!(
+        sources.iter().all(|s| *s == TokenSource::Edge),
+        "{sources:?}"
+    );
+    assert_eq!(fake.requests(), requests);
+    worker.reset().unwrap();
+}
+
+#[test]
+fn a_missing_model_fails_the_spawn_with_the_reason() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    let err = EngineWorker::spawn(
+        config(&home.path().join("absent.gguf"), &fake),
+        paths(home.path()),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(err, OpenError::Model(_)), "{err}");
+    assert!(err.to_string().contains("absent.gguf"), "{err}");
+}
