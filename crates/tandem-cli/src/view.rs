@@ -52,7 +52,8 @@ impl TerminalView {
                 let tokens = usage.edge_tokens + usage.cloud_tokens;
                 let seconds = timings.total_ms as f64 / 1000.0;
                 eprintln!(
-                    "[{reason:?}] edge {} · cloud {} ({:.0}%) · {} requests · ${:.4} · {:.1} tok/s",
+                    "[{}] edge {} · cloud {} ({:.0}%) · {} requests · ${:.4} · {:.1} tok/s",
+                    reason.as_str(),
                     usage.edge_tokens,
                     usage.cloud_tokens,
                     usage.cloud_share() * 100.0,

@@ -49,6 +49,19 @@ pub enum FinishReason {
     Error,
 }
 
+impl FinishReason {
+    /// The word users see (the same as in the JSON events).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::Cancelled => "cancelled",
+            FinishReason::ContextFull => "context_full",
+            FinishReason::Error => "error",
+        }
+    }
+}
+
 /// Token and cost counts of one reply.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Usage {
@@ -204,6 +217,19 @@ mod tests {
             "{text}"
         );
         assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), e);
+    }
+
+    #[test]
+    fn finish_reasons_read_the_same_in_json_and_in_words() {
+        for reason in [
+            FinishReason::Stop,
+            FinishReason::Length,
+            FinishReason::Cancelled,
+            FinishReason::ContextFull,
+            FinishReason::Error,
+        ] {
+            assert_eq!(serde_json::to_value(reason).unwrap(), reason.as_str());
+        }
     }
 
     #[test]
