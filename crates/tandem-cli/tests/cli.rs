@@ -45,6 +45,19 @@ fn generate(
     command
 }
 
+/// The events a successful `--json` run printed: every stdout line must be one JSON object.
+fn json_events(output: &std::process::Output) -> Vec<serde_json::Value> {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
 #[test]
 fn generate_json_prints_only_events_and_routes_to_the_cloud() {
     let Some(model) = smollm2() else { return };
@@ -66,16 +79,7 @@ fn generate_json_prints_only_events_and_routes_to_the_cloud() {
     )
     .output()
     .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let events: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
+    let events = json_events(&output);
     assert_eq!(events.first().unwrap()["type"], "started");
     let last = events.last().unwrap();
     assert_eq!(last["type"], "finished");
@@ -309,19 +313,7 @@ fn the_daily_spend_cap_holds_across_runs() {
         )
         .output()
         .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let last: serde_json::Value = serde_json::from_str(
-            String::from_utf8_lossy(&output.stdout)
-                .lines()
-                .last()
-                .unwrap(),
-        )
-        .unwrap();
-        last["usage"].clone()
+        json_events(&output).last().unwrap()["usage"].clone()
     };
     let first = run();
     assert!(first["cloud_requests"].as_u64().unwrap() >= 2, "{first}");
@@ -429,17 +421,10 @@ fn with_no_cloud_configured_the_local_stand_in_serves_and_none_means_local_only(
             command.args(["--cloud", cloud]);
         }
         let output = command.output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let stdout = String::from_utf8(output.stdout).unwrap();
-        let events: Vec<serde_json::Value> = stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        (events, String::from_utf8_lossy(&output.stderr).into_owned())
+        (
+            json_events(&output),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
     };
     let (events, stderr) = run(None);
     let cloud = events[0]["cloud"].as_str().expect("a cloud endpoint");
