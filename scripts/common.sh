@@ -12,7 +12,7 @@ log() { printf '\033[1m[tandem]\033[0m %s\n' "$*" >&2; }
 
 # Debian/Ubuntu packages the build needs; installs only what is missing.
 install_system_packages() {
-  local wanted=(cmake clang libclang-dev pkg-config libdbus-1-dev ccache curl ca-certificates python3 python3-pip "$@")
+  local wanted=(build-essential cmake clang libclang-dev pkg-config libdbus-1-dev ccache curl ca-certificates python3 python3-pip "$@")
   local missing=()
   for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

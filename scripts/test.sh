@@ -6,7 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # WebKitGTK and GTK for the desktop shell (src-tauri); D-Bus and gnome-keyring for the keyring tests.
 install_system_packages libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libssl-dev libxdo-dev \
-  build-essential file dbus-daemon dbus-bin gnome-keyring
+  file dbus-daemon dbus-bin gnome-keyring
 cd "$ROOT"
 
 # Test models live in their own data folder so tests never touch a user's files.
