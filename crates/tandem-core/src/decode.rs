@@ -231,10 +231,10 @@ impl Reply<'_> {
         let text = || edge.text_of(edge.tokens());
         let reply_start = self.reply_start;
         let reply = || edge.text_of(&edge.tokens()[reply_start..]);
-        let ids = edge.tokens().to_vec();
+        let prompt_len = edge.tokens().len() as u64;
         let sent = Instant::now();
         let result = cloud.complete(&CloudRequest {
-            ids: if self.as_ids { &ids } else { &[] },
+            ids: if self.as_ids { edge.tokens() } else { &[] },
             text: &text,
             messages: self.messages,
             reply: &reply,
@@ -250,7 +250,7 @@ impl Reply<'_> {
                 return Ok(None);
             }
         };
-        let prompt_tokens = reply.prompt_tokens.unwrap_or(ids.len() as u64);
+        let prompt_tokens = reply.prompt_tokens.unwrap_or(prompt_len);
         let mut tokens = match reply.ids {
             Some(ids) => ids,
             None => self.edge.tokenize(&reply.text, false),

@@ -2,10 +2,9 @@
 
 mod support;
 
-use support::{load, options, LlamaServer, SMOLLM2};
-use tandem_core::budget::{CloudBudget, LiveBudget};
+use support::{load, options, route, LlamaServer, SMOLLM2};
+use tandem_core::budget::CloudBudget;
 use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, VOCAB_PROBE};
-use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::EdgeModel;
 use tandem_core::event::{Event, TokenSource};
 use tandem_core::local::EdgeWeights;
@@ -29,27 +28,21 @@ fn cloud_tokens_are_exactly_what_llama_server_returns_for_the_prompt() {
 
     // Cloud-only, spans of 4: every token of the reply comes from llama-server.
     let mut cloud = CloudClient::new(CloudConfig::new(&server.base_url)).unwrap();
-    let live = LiveBudget::new(CloudBudget::share(1.0));
     let mut routed = Vec::new();
-    let collaboration = Collaboration {
-        edge: &mut edge,
-        cloud: Some(&mut cloud as &mut dyn Cloud),
-        router: &FixedRouter(1.0),
-        budget: &live,
-        messages: &[],
-    };
-    let options = DecodeOptions {
-        max_tokens: 12,
-        ..DecodeOptions::default()
-    };
-    let usage = generate(collaboration, &prompt, &options, &mut |e: Event| {
-        if let Event::Token { id, source, .. } = e {
-            assert_eq!(source, TokenSource::Cloud);
-            routed.push(id);
-        }
-        true
-    })
-    .unwrap();
+    let usage = route(
+        &mut edge,
+        &mut cloud,
+        &FixedRouter(1.0),
+        CloudBudget::share(1.0),
+        &prompt,
+        12,
+        &mut |e| {
+            if let Event::Token { id, source, .. } = e {
+                assert_eq!(source, TokenSource::Cloud);
+                routed.push(id);
+            }
+        },
+    );
     assert_eq!(usage.cloud_requests, 3, "12 tokens in spans of 4");
     let probe = edge_probe(&weights);
     assert!(
@@ -85,19 +78,15 @@ fn budget_zero_never_reaches_llama_server() {
     let mut edge = weights.session(&options()).unwrap();
     let prompt = edge.tokenize(&weights.chat_prompt(&[("user", "Hi")]).unwrap(), true);
     let mut cloud = CloudClient::new(CloudConfig::new(&server.base_url)).unwrap();
-    let live = LiveBudget::new(CloudBudget::share(0.0));
-    let collaboration = Collaboration {
-        edge: &mut edge,
-        cloud: Some(&mut cloud as &mut dyn Cloud),
-        router: &FixedRouter(1.0),
-        budget: &live,
-        messages: &[],
-    };
-    let options = DecodeOptions {
-        max_tokens: 16,
-        ..DecodeOptions::default()
-    };
-    let usage = generate(collaboration, &prompt, &options, &mut |_: Event| true).unwrap();
+    let usage = route(
+        &mut edge,
+        &mut cloud,
+        &FixedRouter(1.0),
+        CloudBudget::share(0.0),
+        &prompt,
+        16,
+        &mut |_| {},
+    );
     assert_eq!(usage.cloud_requests, 0);
     assert_eq!(server.metric("llamacpp:tokens_predicted_total"), 0.0);
 }

@@ -4,10 +4,10 @@
 mod support;
 
 use std::time::Duration;
-use support::{load, options, SMOLLM2};
-use tandem_core::budget::{CloudBudget, LiveBudget};
-use tandem_core::cloud::{Cloud, CloudClient, CloudConfig};
-use tandem_core::decode::{generate, Collaboration, DecodeOptions};
+use support::{load, options, route, SMOLLM2};
+use tandem_core::budget::CloudBudget;
+use tandem_core::cloud::{CloudClient, CloudConfig};
+use tandem_core::decode::DecodeOptions;
 use tandem_core::edge::EdgeModel;
 use tandem_core::event::{Event, FinishReason, NoticeKind, TokenSource, Usage};
 use tandem_core::local::EdgeWeights;
@@ -40,32 +40,23 @@ fn run(
         )])
         .unwrap();
     let prompt = edge.tokenize(&prompt, true);
-    let live = LiveBudget::new(budget);
     let mut events = Vec::new();
-    let collaboration = Collaboration {
-        edge: &mut edge,
-        cloud: Some(&mut cloud as &mut dyn Cloud),
+    let mut tokens = 0;
+    let usage = route(
+        &mut edge,
+        &mut cloud,
         router,
-        budget: &live,
-        messages: &[],
-    };
-    let options = DecodeOptions {
+        budget,
+        &prompt,
         max_tokens,
-        ..DecodeOptions::default()
-    };
-    let usage = generate(collaboration, &prompt, &options, &mut |e: Event| {
-        if matches!(e, Event::Token { .. }) {
-            on_token(
-                events
-                    .iter()
-                    .filter(|e| matches!(e, Event::Token { .. }))
-                    .count(),
-            );
-        }
-        events.push(e);
-        true
-    })
-    .unwrap();
+        &mut |e| {
+            if matches!(e, Event::Token { .. }) {
+                on_token(tokens);
+                tokens += 1;
+            }
+            events.push(e);
+        },
+    );
     let reason = match events.last() {
         Some(Event::Finished { reason, .. }) => *reason,
         other => panic!("no finished event: {other:?}"),

@@ -117,3 +117,33 @@ impl Drop for LlamaServer {
         let _ = self.child.wait();
     }
 }
+
+/// One routed reply to `prompt` with a fixed budget; `on_event` sees every event.
+pub fn route(
+    edge: &mut dyn tandem_core::edge::EdgeModel,
+    cloud: &mut dyn tandem_core::cloud::Cloud,
+    router: &dyn tandem_core::router::Router,
+    budget: tandem_core::budget::CloudBudget,
+    prompt: &[i32],
+    max_tokens: u32,
+    on_event: &mut dyn FnMut(tandem_core::event::Event),
+) -> tandem_core::event::Usage {
+    use tandem_core::decode::{generate, Collaboration, DecodeOptions};
+    let live = tandem_core::budget::LiveBudget::new(budget);
+    let collaboration = Collaboration {
+        edge,
+        cloud: Some(cloud),
+        router,
+        budget: &live,
+        messages: &[],
+    };
+    let options = DecodeOptions {
+        max_tokens,
+        ..DecodeOptions::default()
+    };
+    generate(collaboration, prompt, &options, &mut |e| {
+        on_event(e);
+        true
+    })
+    .expect("the edge model decodes")
+}
