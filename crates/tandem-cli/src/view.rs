@@ -62,7 +62,7 @@ impl TerminalView {
                     tokens as f64 / seconds.max(1e-3),
                 );
             }
-            Event::Started { .. } => {}
+            Event::Started { .. } | Event::CloudRequest { .. } => {}
         }
         let _ = out.flush();
         true

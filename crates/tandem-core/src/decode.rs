@@ -232,41 +232,52 @@ impl Reply<'_> {
         let reply_start = self.reply_start;
         let reply = || edge.text_of(&edge.tokens()[reply_start..]);
         let prompt_len = edge.tokens().len() as u64;
-        let sent = Instant::now();
-        let result = cloud.complete(&CloudRequest {
+        let request = CloudRequest {
             ids: if self.as_ids { edge.tokens() } else { &[] },
             text: &text,
             messages: self.messages,
             reply: &reply,
             max_tokens,
-        });
+        };
+        let sent_text = cloud.sent_text(&request);
+        let sent = Instant::now();
+        let result = cloud.complete(&request);
         let request_ms = sent.elapsed().as_millis() as u64;
         self.timings.cloud_ms += request_ms;
         self.usage.cloud_requests += 1;
+        let mut record = CloudRecord {
+            sent: sent_text,
+            ms: request_ms,
+            ..CloudRecord::default()
+        };
         let reply = match result {
             Ok(reply) => reply,
             Err(error) => {
+                record.emit(sink);
                 self.cloud_failed(&error, sink);
                 return Ok(None);
             }
         };
-        let prompt_tokens = reply.prompt_tokens.unwrap_or(prompt_len);
         let mut tokens = match reply.ids {
             Some(ids) => ids,
             None => self.edge.tokenize(&reply.text, false),
         };
-        let completion_tokens = reply.completion_tokens.unwrap_or(tokens.len() as u64);
-        self.usage.cloud_prompt_tokens += prompt_tokens;
-        self.usage.cloud_completion_tokens += completion_tokens;
-        let cost = self
+        record.prompt_tokens = reply.prompt_tokens.unwrap_or(prompt_len);
+        record.completion_tokens = reply.completion_tokens.unwrap_or(tokens.len() as u64);
+        record.cost_usd = self
             .budget
             .get()
             .prices
-            .cost(prompt_tokens, completion_tokens);
+            .cost(record.prompt_tokens, record.completion_tokens);
+        self.usage.cloud_prompt_tokens += record.prompt_tokens;
+        self.usage.cloud_completion_tokens += record.completion_tokens;
+        let cost = record.cost_usd;
         // The cloud's end of turn is kept apart: it is never decoded, it ends the reply.
         let end = tokens.iter().position(|&t| self.edge.is_end_of_turn(t));
         let ends_turn = end.is_some() || (reply.stopped && tokens.len() < max_tokens as usize);
         tokens.truncate(end.unwrap_or(tokens.len()));
+        record.ok = !tokens.is_empty() || ends_turn;
+        record.emit(sink);
         if tokens.is_empty() {
             self.controller.record(0, 0, cost);
             if ends_turn {
@@ -349,6 +360,31 @@ impl Reply<'_> {
 
 /// The cloud ended the reply.
 struct Stopped;
+
+/// One cloud request as the user's privacy view shows it.
+#[derive(Default)]
+struct CloudRecord {
+    sent: String,
+    ok: bool,
+    ms: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    cost_usd: f64,
+}
+
+impl CloudRecord {
+    fn emit(self, sink: &mut dyn EventSink) {
+        // Cancellation is noticed at the next token; a request record is never the last word.
+        sink.emit(Event::CloudRequest {
+            sent: self.sent,
+            ok: self.ok,
+            ms: self.ms,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            cost_usd: self.cost_usd,
+        });
+    }
+}
 
 #[cfg(test)]
 mod tests;

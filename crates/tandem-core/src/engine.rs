@@ -4,7 +4,7 @@
 //! The CLI, the desktop app and the evaluation all start here, so a setting means the same
 //! thing everywhere.
 
-use crate::budget::LiveBudget;
+use crate::budget::{CloudBudget, LiveBudget};
 use crate::cloud::{Cloud, CloudClient, CloudConfig, CloudError};
 use crate::config::Config;
 use crate::decode::{self, Collaboration, DecodeOptions};
@@ -13,9 +13,10 @@ use crate::event::{Event, EventSink, NoticeKind, Usage};
 use crate::local::{default_threads, EdgeWeights, LoadError, LocalModel, LocalOptions};
 use crate::models::{self, ModelError};
 use crate::paths::Paths;
-use crate::router::{self, ModelPair, Router};
+use crate::router::{self, FixedRouter, ModelPair, Router};
 use crate::secrets;
 use crate::spend::SpendLedger;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Why an engine could not start.
@@ -152,6 +153,25 @@ impl Chat<'_> {
     /// Sends a user message and streams the reply into `sink`. The reply joins the history.
     pub fn send(&mut self, user: &str, sink: &mut dyn EventSink) -> Result<Usage, ChatError> {
         self.messages.push(("user".into(), user.into()));
+        self.respond(ReplyMode::Routed, sink)
+    }
+
+    /// Answers the last message of `history` (user and assistant turns, oldest first) in
+    /// `mode`; the conversation becomes `history` plus the reply. The KV cache is reused up
+    /// to the first token that differs, so switching conversations or regenerating only
+    /// decodes what changed.
+    pub fn reply(
+        &mut self,
+        history: &[(String, String)],
+        mode: ReplyMode,
+        sink: &mut dyn EventSink,
+    ) -> Result<Usage, ChatError> {
+        self.messages.retain(|(role, _)| role == "system");
+        self.messages.extend_from_slice(history);
+        self.respond(mode, sink)
+    }
+
+    fn respond(&mut self, mode: ReplyMode, sink: &mut dyn EventSink) -> Result<Usage, ChatError> {
         let turns: Vec<(&str, &str)> = self
             .messages
             .iter()
@@ -166,11 +186,34 @@ impl Chat<'_> {
             }
             sink.emit(event)
         };
+        let cloud_only = FixedRouter(1.0);
+        let (router, budget, cloud) = match mode {
+            ReplyMode::Routed => (
+                self.engine.router.as_ref(),
+                self.engine.budget.clone(),
+                self.cloud.as_mut(),
+            ),
+            ReplyMode::Edge => (
+                self.engine.router.as_ref(),
+                LiveBudget::new(CloudBudget::off()),
+                None,
+            ),
+            ReplyMode::Cloud => (
+                &cloud_only as &dyn Router,
+                LiveBudget::new(CloudBudget {
+                    enabled: true,
+                    max_share: 1.0,
+                    max_cloud_tokens: None,
+                    ..self.engine.budget.get()
+                }),
+                self.cloud.as_mut(),
+            ),
+        };
         let collaboration = Collaboration {
             edge: &mut self.edge,
-            cloud: self.cloud.as_mut().map(|c| c as &mut dyn Cloud),
-            router: self.engine.router.as_ref(),
-            budget: &self.engine.budget,
+            cloud: cloud.map(|c| c as &mut dyn Cloud),
+            router,
+            budget: &budget,
             messages: &self.messages,
         };
         let options = DecodeOptions {
@@ -179,7 +222,7 @@ impl Chat<'_> {
         };
         let usage = decode::generate(collaboration, &prompt, &options, &mut collect)?;
         self.messages.push(("assistant".into(), reply));
-        if let Err(e) = self.engine.spend.add(usage.est_cost_usd) {
+        if let Err(e) = self.engine.spend.add(&usage) {
             sink.emit(Event::Notice {
                 kind: NoticeKind::SpendNotSaved,
                 message: format!("could not record today's cloud spend: {e}"),
@@ -192,6 +235,19 @@ impl Chat<'_> {
     pub fn reset(&mut self) {
         self.messages.retain(|(role, _)| role == "system");
     }
+}
+
+/// How one reply may use the cloud.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyMode {
+    /// The router and the budget decide, token by token.
+    #[default]
+    Routed,
+    /// Nothing leaves the machine: no cloud client is even asked.
+    Edge,
+    /// Every token from the cloud (for comparison), within the daily spend cap.
+    Cloud,
 }
 
 /// Why a turn failed.

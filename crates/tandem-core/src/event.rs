@@ -136,6 +136,21 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         request_ms: Option<u64>,
     },
+    /// A cloud request returned (or failed); the cloud tokens it produced follow.
+    CloudRequest {
+        /// Exactly the text the request carried (prompt, or messages and the reply so far).
+        sent: String,
+        /// Whether it returned tokens.
+        ok: bool,
+        /// Latency, in milliseconds.
+        ms: u64,
+        /// Prompt tokens billed.
+        prompt_tokens: u64,
+        /// Completion tokens billed (kept or not).
+        completion_tokens: u64,
+        /// Estimated cost, in USD.
+        cost_usd: f64,
+    },
     /// Something the user should know; the reply goes on.
     Notice {
         /// What happened.

@@ -36,6 +36,7 @@ pub mod decode;
 pub mod edge;
 pub mod engine;
 pub mod event;
+pub mod history;
 pub mod local;
 pub mod models;
 pub mod paths;

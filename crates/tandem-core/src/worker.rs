@@ -1,26 +1,25 @@
 //! The engine on its own thread, for front ends that must not block (the desktop app).
 //!
-//! llama.cpp contexts cannot cross threads, so the worker thread owns the [`Engine`] and its
-//! conversation; callers send commands over a channel and every reply comes back on its own
-//! event channel, errors included (`notice` then `finished` with reason `error`). Cancelling
-//! a reply is a flag the decode loop reads at every token.
+//! llama.cpp contexts cannot cross threads, so the worker thread owns the [`Engine`] and one
+//! KV cache; callers send whole conversations over a channel (the cache is reused up to the
+//! first differing token) and every reply comes back on its own event channel, errors
+//! included (`notice` then `finished` with reason `error`). Cancelling a reply is a flag the
+//! decode loop reads at every token.
 
 use crate::budget::LiveBudget;
 use crate::config::Config;
-use crate::engine::{Engine, OpenError};
+use crate::engine::{Engine, OpenError, ReplyMode};
 use crate::event::{Event, FinishReason, NoticeKind, Timings, Usage};
 use crate::paths::Paths;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-enum Command {
-    Send {
-        text: String,
-        events: mpsc::Sender<Event>,
-        cancel: Arc<AtomicBool>,
-    },
-    Reset,
+struct Job {
+    history: Vec<(String, String)>,
+    mode: ReplyMode,
+    events: mpsc::Sender<Event>,
+    cancel: Arc<AtomicBool>,
 }
 
 /// A reply in progress: its events, and a way to stop it.
@@ -44,15 +43,16 @@ pub struct WorkerGone;
 
 /// A handle on the engine thread; dropping it ends the thread after the current reply.
 pub struct EngineWorker {
-    commands: Option<mpsc::Sender<Command>>,
+    commands: Option<mpsc::Sender<Job>>,
     budget: LiveBudget,
+    notices: Vec<String>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl EngineWorker {
     /// Loads the engine on a new thread; returns once it is ready, or the load error.
     pub fn spawn(config: Config, paths: Paths) -> Result<EngineWorker, OpenError> {
-        let (commands, inbox) = mpsc::channel::<Command>();
+        let (commands, inbox) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("tandem-engine".into())
@@ -65,64 +65,64 @@ impl EngineWorker {
                     Ok(chat) => chat,
                     Err(e) => return ready.send(Err(e)).unwrap_or(()),
                 };
-                if ready.send(Ok(engine.budget().clone())).is_err() {
+                let loaded = (engine.budget().clone(), engine.notices().to_vec());
+                if ready.send(Ok(loaded)).is_err() {
                     return;
                 }
-                for command in inbox {
-                    match command {
-                        Command::Reset => chat.reset(),
-                        Command::Send {
-                            text,
-                            events,
-                            cancel,
-                        } => {
-                            let mut sink = |event: Event| {
-                                events.send(event).is_ok() && !cancel.load(Ordering::Relaxed)
-                            };
-                            if let Err(e) = chat.send(&text, &mut sink) {
-                                let _ = events.send(Event::Notice {
-                                    kind: NoticeKind::EngineError,
-                                    message: e.to_string(),
-                                });
-                                let _ = events.send(Event::Finished {
-                                    reason: FinishReason::Error,
-                                    usage: Usage::default(),
-                                    timings: Timings::default(),
-                                });
-                            }
-                        }
+                for job in inbox {
+                    let cancel = job.cancel;
+                    let events = job.events;
+                    let mut sink = |event: Event| {
+                        events.send(event).is_ok() && !cancel.load(Ordering::Relaxed)
+                    };
+                    if let Err(e) = chat.reply(&job.history, job.mode, &mut sink) {
+                        let _ = events.send(Event::Notice {
+                            kind: NoticeKind::EngineError,
+                            message: e.to_string(),
+                        });
+                        let _ = events.send(Event::Finished {
+                            reason: FinishReason::Error,
+                            usage: Usage::default(),
+                            timings: Timings::default(),
+                        });
                     }
                 }
             })
             .map_err(|e| OpenError::Thread(e.to_string()))?;
-        let budget = started
+        let (budget, notices) = started
             .recv()
             .map_err(|_| OpenError::Thread("the engine thread stopped while loading".into()))??;
         Ok(EngineWorker {
             commands: Some(commands),
             budget,
+            notices,
             thread: Some(thread),
         })
     }
 
-    /// Sends a user message; the reply streams on the returned handle.
-    pub fn send(&self, text: &str) -> Result<ReplyHandle, WorkerGone> {
+    /// Answers the last message of `history` (`(role, content)`, oldest first) in `mode`;
+    /// the reply streams on the returned handle. Jobs run one after another.
+    pub fn reply(
+        &self,
+        history: Vec<(String, String)>,
+        mode: ReplyMode,
+    ) -> Result<ReplyHandle, WorkerGone> {
         let (events, receiver) = mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
-        self.command(Command::Send {
-            text: text.to_owned(),
-            events,
-            cancel: cancel.clone(),
-        })?;
+        self.commands
+            .as_ref()
+            .ok_or(WorkerGone)?
+            .send(Job {
+                history,
+                mode,
+                events,
+                cancel: cancel.clone(),
+            })
+            .map_err(|_| WorkerGone)?;
         Ok(ReplyHandle {
             events: receiver,
             cancel,
         })
-    }
-
-    /// Starts a new conversation.
-    pub fn reset(&self) -> Result<(), WorkerGone> {
-        self.command(Command::Reset)
     }
 
     /// The budget; a change applies from the next token, also mid-reply.
@@ -130,12 +130,9 @@ impl EngineWorker {
         &self.budget
     }
 
-    fn command(&self, command: Command) -> Result<(), WorkerGone> {
-        self.commands
-            .as_ref()
-            .ok_or(WorkerGone)?
-            .send(command)
-            .map_err(|_| WorkerGone)
+    /// What the user should know about how the engine started (e.g. a router fallback).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
     }
 }
 

@@ -5,7 +5,7 @@ mod support;
 use support::{model, SMOLLM2};
 use tandem_core::budget::CloudBudget;
 use tandem_core::config::Config;
-use tandem_core::engine::OpenError;
+use tandem_core::engine::{OpenError, ReplyMode};
 use tandem_core::event::{Event, FinishReason, TokenSource};
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
@@ -34,6 +34,11 @@ fn config(edge: &std::path::Path, cloud: &FakeCloud) -> Config {
     c
 }
 
+/// A conversation of user turns only, ending with `last`.
+fn asking(last: &str) -> Vec<(String, String)> {
+    vec![("user".to_owned(), last.to_owned())]
+}
+
 /// Reads a reply to its end, calling `each` with every token's source.
 fn drain(reply: &ReplyHandle, mut each: impl FnMut(usize, TokenSource)) -> FinishReason {
     let mut n = 0;
@@ -58,7 +63,12 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
     let worker = EngineWorker::spawn(config(&edge, &fake), paths(home.path())).unwrap();
 
     // Cancelled after three tokens: it still finishes, as cancelled.
-    let reply = worker.send("Tell me a long story about the sea.").unwrap();
+    let reply = worker
+        .reply(
+            asking("Tell me a long story about the sea."),
+            ReplyMode::Routed,
+        )
+        .unwrap();
     let reason = drain(&reply, |n, _| {
         if n == 2 {
             reply.cancel();
@@ -68,7 +78,9 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
 
     // The next turn works; the budget handle is the one the engine thread reads (the decode
     // tests show a change landing mid-reply at the next token).
-    let reply = worker.send("And then?").unwrap();
+    let reply = worker
+        .reply(asking("And then?"), ReplyMode::Routed)
+        .unwrap();
     let mut sources = Vec::new();
     assert_eq!(
         drain(&reply, |_, source| sources.push(source)),
@@ -80,7 +92,7 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
     );
     worker.budget().set(CloudBudget::off());
     let requests = fake.requests();
-    let reply = worker.send("Go on.").unwrap();
+    let reply = worker.reply(asking("Go on."), ReplyMode::Routed).unwrap();
     let mut sources = Vec::new();
     drain(&reply, |_, source| sources.push(source));
     assert!(
@@ -88,7 +100,58 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
         "{sources:?}"
     );
     assert_eq!(fake.requests(), requests);
-    worker.reset().unwrap();
+}
+
+#[test]
+fn reply_modes_keep_everything_local_or_ask_the_cloud_for_every_token() {
+    let Some(edge) = model(SMOLLM2) else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let mut config = config(&edge, &fake);
+    config.router.kind = RouterKind::Entropy;
+    config.budget = CloudBudget::share(0.1);
+    config.max_tokens = 12;
+    let worker = EngineWorker::spawn(config, paths(home.path())).unwrap();
+    let history = vec![
+        ("user".to_owned(), "Name a colour.".to_owned()),
+        ("assistant".to_owned(), "Blue.".to_owned()),
+        ("user".to_owned(), "Another one?".to_owned()),
+    ];
+
+    let reply = worker.reply(history.clone(), ReplyMode::Edge).unwrap();
+    let mut sources = Vec::new();
+    drain(&reply, |_, source| sources.push(source));
+    assert!(sources.iter().all(|s| *s == TokenSource::Edge));
+    assert_eq!(
+        fake.requests(),
+        0,
+        "edge mode must not reach the cloud at all"
+    );
+
+    let reply = worker.reply(history, ReplyMode::Cloud).unwrap();
+    let mut sent = Vec::new();
+    let mut sources = Vec::new();
+    for event in reply.events.iter() {
+        match event {
+            Event::CloudRequest { sent: text, ok, .. } => sent.push((text, ok)),
+            Event::Token { source, .. } => sources.push(source),
+            _ => {}
+        }
+    }
+    assert!(!sources.is_empty() && sources.iter().all(|s| *s == TokenSource::Cloud));
+    // The privacy view shows the whole conversation as it was sent, earlier turns included.
+    let (first, ok) = &sent[0];
+    assert!(*ok);
+    assert!(
+        first.contains("Name a colour.") && first.contains("Another one?"),
+        "{first}"
+    );
+    let completions = fake.recorded();
+    let completions: Vec<_> = completions
+        .iter()
+        .filter(|r| r.path.ends_with("/completions"))
+        .collect();
+    assert_eq!(sent.len(), completions.len());
 }
 
 #[test]

@@ -261,6 +261,24 @@ impl Cloud for CloudClient {
         answer
     }
 
+    fn sent_text(&self, request: &CloudRequest<'_>) -> String {
+        match self.config.mode {
+            CloudMode::Completions => (request.text)(),
+            CloudMode::Chat => {
+                let mut sent: String = request
+                    .messages
+                    .iter()
+                    .map(|(role, content)| format!("[{role}]\n{content}\n\n"))
+                    .collect();
+                let reply = (request.reply)();
+                if !reply.is_empty() {
+                    sent.push_str(&format!("[assistant, continued]\n{reply}"));
+                }
+                sent
+            }
+        }
+    }
+
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
         let as_ids = self.shares_vocab == Some(true);
         let body = self.body(request, as_ids);

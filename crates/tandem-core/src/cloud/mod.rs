@@ -137,6 +137,10 @@ pub trait Cloud {
     /// Whether prompts can be sent as edge token ids; `probe_ids` is the edge tokenization of
     /// [`VOCAB_PROBE`]. Implementations check once and remember.
     fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> bool;
+    /// Exactly the text a request carries, for the user's privacy view.
+    fn sent_text(&self, request: &CloudRequest<'_>) -> String {
+        (request.text)()
+    }
     /// Asks for the next tokens.
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError>;
 }

@@ -1,0 +1,528 @@
+//! Conversations on disk: one JSON file each in the data folder, written atomically.
+//!
+//! An assistant message keeps every event of its reply, so the app re-renders a saved reply
+//! exactly as it streamed (which tokens came from the cloud, their scores, what each request
+//! sent, the footer) and an export carries the same provenance. A file that cannot be read is
+//! left alone, never overwritten: ids are fresh for every new conversation.
+
+use crate::engine::ReplyMode;
+use crate::event::{Event, TokenSource};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The model (edge and cloud together).
+    Assistant,
+}
+
+impl Role {
+    /// The role name chat templates use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// Its text.
+    pub content: String,
+    /// For replies: how the cloud could be used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ReplyMode>,
+    /// For replies: every event, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Event>,
+}
+
+/// A conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Its id (also its file name).
+    pub id: String,
+    /// Shown in the sidebar.
+    pub title: String,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    /// When it last changed.
+    pub updated_ms: u64,
+    /// Replies never use the cloud.
+    #[serde(default)]
+    pub local_only: bool,
+    /// Oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// What the sidebar lists.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationSummary {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// When it last changed.
+    pub updated_ms: u64,
+    /// Replies never use the cloud.
+    pub local_only: bool,
+    /// The start of its last message.
+    pub preview: String,
+}
+
+/// The title a new conversation starts with.
+pub const UNTITLED: &str = "New chat";
+const TITLE_CHARS: usize = 48;
+const PREVIEW_CHARS: usize = 80;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn shorten(text: &str, chars: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(chars) {
+        Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
+        None => line,
+    }
+}
+
+impl Conversation {
+    /// The `(role, content)` turns the engine answers.
+    pub fn turns(&self) -> Vec<(String, String)> {
+        self.messages
+            .iter()
+            .map(|m| (m.role.as_str().to_owned(), m.content.clone()))
+            .collect()
+    }
+
+    /// Adds the user's message; the first one also names the conversation.
+    pub fn push_user(&mut self, text: &str) {
+        if self.title == UNTITLED && !self.messages.iter().any(|m| m.role == Role::User) {
+            self.title = shorten(text, TITLE_CHARS);
+        }
+        self.messages.push(Message {
+            role: Role::User,
+            content: text.to_owned(),
+            mode: None,
+            events: Vec::new(),
+        });
+    }
+
+    /// Adds a reply from its events.
+    pub fn push_reply(&mut self, mode: ReplyMode, events: Vec<Event>) {
+        let content = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Token { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.messages.push(Message {
+            role: Role::Assistant,
+            content,
+            mode: Some(mode),
+            events,
+        });
+    }
+
+    /// Removes a trailing reply, so the last user message can be answered again; returns
+    /// whether there is a user message to answer.
+    pub fn drop_last_reply(&mut self) -> bool {
+        if self
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::Assistant)
+        {
+            self.messages.pop();
+        }
+        self.messages.last().is_some_and(|m| m.role == Role::User)
+    }
+
+    fn summary(&self) -> ConversationSummary {
+        ConversationSummary {
+            id: self.id.clone(),
+            title: self.title.clone(),
+            updated_ms: self.updated_ms,
+            local_only: self.local_only,
+            preview: self
+                .messages
+                .last()
+                .map(|m| shorten(&m.content, PREVIEW_CHARS))
+                .unwrap_or_default(),
+        }
+    }
+
+    fn matches(&self, query: &str) -> bool {
+        let query = query.to_lowercase();
+        self.title.to_lowercase().contains(&query)
+            || self
+                .messages
+                .iter()
+                .any(|m| m.content.to_lowercase().contains(&query))
+    }
+
+    /// The conversation as Markdown; each reply ends with its provenance: counts, cost, and
+    /// every cloud token with its score, the edge token it replaced and the request latency.
+    pub fn to_markdown(&self) -> String {
+        let mut out = format!("# {}\n\n", self.title);
+        for m in &self.messages {
+            match m.role {
+                Role::User => out.push_str(&format!("## You\n\n{}\n\n", m.content)),
+                Role::Assistant => {
+                    out.push_str(&format!("## Tandem\n\n{}\n\n", m.content));
+                    out.push_str(&provenance_markdown(&m.events));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn provenance_markdown(events: &[Event]) -> String {
+    let mut out = String::new();
+    for e in events {
+        if let Event::Finished { usage, .. } = e {
+            out.push_str(&format!(
+                "> edge {} · cloud {} ({:.1}%) · {} requests · ${:.4}\n",
+                usage.edge_tokens,
+                usage.cloud_tokens,
+                usage.cloud_share() * 100.0,
+                usage.cloud_requests,
+                usage.est_cost_usd
+            ));
+        }
+    }
+    let cloud: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Token {
+                text,
+                source: TokenSource::Cloud,
+                score,
+                edge_candidate,
+                request_ms,
+                ..
+            } => Some(format!(
+                "| {:?} | {score:.3} | {:?} | {} |",
+                text,
+                edge_candidate.as_deref().unwrap_or(""),
+                request_ms.map_or("–".into(), |ms| format!("{ms} ms"))
+            )),
+            _ => None,
+        })
+        .collect();
+    if !cloud.is_empty() {
+        out.push_str(
+            "\n| cloud token | score | replaced edge token | latency |\n|---|---|---|---|\n",
+        );
+        out.push_str(&cloud.join("\n"));
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+/// Why a conversation could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// No conversation has this id.
+    #[error("no conversation '{0}'")]
+    NotFound(String),
+    /// The file exists but is not a conversation.
+    #[error("conversation file {path} is unreadable ({detail}); it was left untouched")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        detail: String,
+    },
+    /// The disk refused (full, read-only, …).
+    #[error("could not save conversations in {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// The conversations folder.
+#[derive(Debug, Clone)]
+pub struct ConversationStore {
+    dir: PathBuf,
+}
+
+impl ConversationStore {
+    /// Conversations in `data_dir/conversations`.
+    pub fn new(data_dir: &Path) -> Self {
+        Self {
+            dir: data_dir.join("conversations"),
+        }
+    }
+
+    fn path(&self, id: &str) -> Result<PathBuf, HistoryError> {
+        // Ids come from the UI: only ours (digits, letters, dashes) may name a file.
+        let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !valid {
+            return Err(HistoryError::NotFound(id.to_owned()));
+        }
+        Ok(self.dir.join(format!("{id}.json")))
+    }
+
+    /// A new, empty conversation, saved.
+    pub fn create(&self) -> Result<Conversation, HistoryError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let now = now_ms();
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut conversation = Conversation {
+            id: format!("{now:x}-{:x}-{n:x}", std::process::id()),
+            title: UNTITLED.to_owned(),
+            created_ms: now,
+            updated_ms: now,
+            local_only: false,
+            messages: Vec::new(),
+        };
+        self.save(&mut conversation)?;
+        Ok(conversation)
+    }
+
+    /// Reads one conversation.
+    pub fn get(&self, id: &str) -> Result<Conversation, HistoryError> {
+        let path = self.path(id)?;
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(HistoryError::NotFound(id.to_owned()))
+            }
+            Err(source) => return Err(HistoryError::Io { path, source }),
+        };
+        serde_json::from_slice(&bytes).map_err(|e| HistoryError::Corrupt {
+            path,
+            detail: e.to_string(),
+        })
+    }
+
+    /// Writes a conversation (whole, atomically) and stamps its update time.
+    pub fn save(&self, conversation: &mut Conversation) -> Result<(), HistoryError> {
+        let path = self.path(&conversation.id)?;
+        conversation.updated_ms = now_ms().max(conversation.updated_ms);
+        let json = serde_json::to_vec(conversation).expect("conversations serialize");
+        crate::atomic::write(&path, &json).map_err(|source| HistoryError::Io { path, source })
+    }
+
+    /// Deletes a conversation.
+    pub fn delete(&self, id: &str) -> Result<(), HistoryError> {
+        let path = self.path(id)?;
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(HistoryError::NotFound(id.to_owned()))
+            }
+            Err(source) => Err(HistoryError::Io { path, source }),
+        }
+    }
+
+    /// Conversations whose title or messages contain `query` (all when empty), newest first.
+    /// Unreadable files are skipped (and kept).
+    pub fn list(&self, query: &str) -> Result<Vec<ConversationSummary>, HistoryError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(HistoryError::Io {
+                    path: self.dir.clone(),
+                    source,
+                })
+            }
+        };
+        let query = query.trim();
+        let mut found: Vec<ConversationSummary> = entries
+            .filter_map(|entry| {
+                let name = entry.ok()?.file_name();
+                let id = name.to_str()?.strip_suffix(".json")?.to_owned();
+                self.get(&id).ok()
+            })
+            .filter(|c| query.is_empty() || c.matches(query))
+            .map(|c| c.summary())
+            .collect();
+        found.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then(b.id.cmp(&a.id)));
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{FinishReason, Timings, Usage};
+
+    fn reply_events() -> Vec<Event> {
+        vec![
+            Event::Token {
+                text: "Blue".into(),
+                id: 1,
+                source: TokenSource::Cloud,
+                score: 0.9,
+                edge_candidate: Some("Red".into()),
+                request_ms: Some(120),
+            },
+            Event::Token {
+                text: ".".into(),
+                id: 2,
+                source: TokenSource::Edge,
+                score: 0.1,
+                edge_candidate: None,
+                request_ms: None,
+            },
+            Event::Finished {
+                reason: FinishReason::Stop,
+                usage: Usage {
+                    edge_tokens: 1,
+                    cloud_tokens: 1,
+                    cloud_requests: 1,
+                    ..Usage::default()
+                },
+                timings: Timings::default(),
+            },
+        ]
+    }
+
+    #[test]
+    fn conversations_survive_a_reopen_with_their_provenance() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConversationStore::new(dir.path());
+        let mut c = store.create().unwrap();
+        c.push_user("What colour is the sky on a clear day, usually?");
+        c.push_reply(ReplyMode::Routed, reply_events());
+        store.save(&mut c).unwrap();
+
+        let again = ConversationStore::new(dir.path()).get(&c.id).unwrap();
+        assert_eq!(again, c);
+        assert_eq!(
+            again.title,
+            "What colour is the sky on a clear day, usually?"
+        );
+        assert_eq!(again.messages[1].content, "Blue.");
+        assert_eq!(again.messages[1].events, reply_events());
+        assert_eq!(
+            again.turns(),
+            vec![
+                ("user".to_owned(), again.messages[0].content.clone()),
+                ("assistant".to_owned(), "Blue.".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn list_is_newest_first_and_search_looks_into_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConversationStore::new(dir.path());
+        let mut a = store.create().unwrap();
+        a.push_user("Tell me about otters");
+        store.save(&mut a).unwrap();
+        let mut b = store.create().unwrap();
+        b.push_user("Rust lifetimes");
+        b.push_reply(ReplyMode::Edge, reply_events());
+        b.updated_ms = a.updated_ms + 10;
+        store.save(&mut b).unwrap();
+
+        let all = store.list("").unwrap();
+        assert_eq!(
+            all.iter().map(|s| s.title.as_str()).collect::<Vec<_>>(),
+            ["Rust lifetimes", "Tell me about otters"]
+        );
+        assert_eq!(all[0].preview, "Blue.");
+        let found = store.list("BLUE").unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].id, b.id);
+        store.delete(&a.id).unwrap();
+        assert_eq!(store.list("").unwrap().len(), 1);
+        assert!(matches!(store.get(&a.id), Err(HistoryError::NotFound(_))));
+    }
+
+    #[test]
+    fn a_corrupt_file_is_reported_skipped_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConversationStore::new(dir.path());
+        let good = store.create().unwrap();
+        let broken = dir.path().join("conversations/0-bad.json");
+        std::fs::write(&broken, b"{\"id\": ").unwrap();
+        assert!(matches!(
+            store.get("0-bad"),
+            Err(HistoryError::Corrupt { .. })
+        ));
+        let listed = store.list("").unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].id, good.id);
+        assert_eq!(std::fs::read(&broken).unwrap(), b"{\"id\": ");
+    }
+
+    #[test]
+    fn ids_cannot_reach_outside_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConversationStore::new(dir.path());
+        for id in ["../config", "a/b", "", "x.json"] {
+            assert!(
+                matches!(store.get(id), Err(HistoryError::NotFound(_))),
+                "{id}"
+            );
+        }
+    }
+
+    #[test]
+    fn regenerate_drops_only_a_trailing_reply() {
+        let mut c = Conversation {
+            id: "1".into(),
+            title: UNTITLED.into(),
+            created_ms: 0,
+            updated_ms: 0,
+            local_only: false,
+            messages: Vec::new(),
+        };
+        assert!(!c.drop_last_reply(), "nothing to answer");
+        c.push_user("hi");
+        c.push_reply(ReplyMode::Routed, reply_events());
+        assert!(c.drop_last_reply());
+        assert_eq!(c.messages.len(), 1);
+        assert!(
+            c.drop_last_reply(),
+            "the user message stays and can be answered"
+        );
+    }
+
+    #[test]
+    fn markdown_export_lists_cloud_tokens_with_what_they_replaced() {
+        let mut c = Conversation {
+            id: "1".into(),
+            title: UNTITLED.into(),
+            created_ms: 0,
+            updated_ms: 0,
+            local_only: false,
+            messages: Vec::new(),
+        };
+        c.push_user("Sky?");
+        c.push_reply(ReplyMode::Routed, reply_events());
+        let md = c.to_markdown();
+        assert!(
+            md.starts_with("# Sky?\n\n## You\n\nSky?\n\n## Tandem\n\nBlue.\n"),
+            "{md}"
+        );
+        assert!(md.contains("edge 1 · cloud 1 (50.0%) · 1 requests"), "{md}");
+        assert!(
+            md.contains("| \"Blue\" | 0.900 | \"Red\" | 120 ms |"),
+            "{md}"
+        );
+    }
+}
