@@ -1,10 +1,263 @@
-//! The commands the web UI may call.
+//! The commands the web UI may call. Each one parses its input, calls the core (or the
+//! app's state) and maps errors to [`AppError`]; no logic lives here. Replies and downloads
+//! stream through a per-call [`Channel`]. Everything runs off the main thread (`async`), so
+//! the window never stalls on a disk or a network.
 
+use crate::connection;
+use crate::error::{AppError, ErrorKind};
+use crate::replies::{self, Ask};
+use crate::state::Shared;
+use crate::views::{
+    AppStatus, CloudPreset, CloudSettingsView, KeyStatus, Meter, PullEvent, SettingsView,
+    TestResult, CLOUD_PRESETS,
+};
+use std::sync::Arc;
+use tandem_core::budget::CloudBudget;
+use tandem_core::cloud::ApiKey;
+use tandem_core::engine::ReplyMode;
+use tandem_core::event::Event;
+use tandem_core::history::{Conversation, ConversationSummary};
 use tandem_core::models::{self, ModelStatus};
-use tandem_core::paths::Paths;
+use tandem_core::secrets;
+use tauri::ipc::Channel;
+use tauri::State;
+
+type Result<T> = std::result::Result<T, AppError>;
+type AppState<'a> = State<'a, Arc<Shared>>;
+
+/// Forwards events to the UI; `false` once the page is gone (the reply then stops).
+fn forwarder(channel: Channel<Event>) -> impl FnMut(Event) -> bool + Send + 'static {
+    move |event| channel.send(event).is_ok()
+}
+
+/// Runs blocking work (network, large files) on the blocking pool.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    tauri::async_runtime::spawn_blocking(work)
+        .await
+        .map_err(|e| AppError::new(ErrorKind::EngineUnavailable, e.to_string()))
+}
+
+/// Conversations whose title or messages contain `query`, newest first.
+#[tauri::command(async)]
+pub fn conversations_list(
+    state: AppState<'_>,
+    query: Option<String>,
+) -> Result<Vec<ConversationSummary>> {
+    Ok(state.store.list(query.as_deref().unwrap_or(""))?)
+}
+
+/// A new, empty conversation.
+#[tauri::command(async)]
+pub fn conversation_create(state: AppState<'_>) -> Result<Conversation> {
+    Ok(state.store.create()?)
+}
+
+/// One conversation with every message and reply event.
+#[tauri::command(async)]
+pub fn conversation_get(state: AppState<'_>, id: String) -> Result<Conversation> {
+    Ok(state.store.get(&id)?)
+}
+
+/// Renames a conversation.
+#[tauri::command(async)]
+pub fn conversation_rename(state: AppState<'_>, id: String, title: String) -> Result<Conversation> {
+    let title = title.trim();
+    if title.is_empty() {
+        return Err(AppError::new(
+            ErrorKind::InvalidInput,
+            "a title cannot be empty",
+        ));
+    }
+    let mut conversation = state.store.get(&id)?;
+    conversation.title = title.to_owned();
+    state.store.save(&mut conversation)?;
+    Ok(conversation)
+}
+
+/// Deletes a conversation.
+#[tauri::command(async)]
+pub fn conversation_delete(state: AppState<'_>, id: String) -> Result<()> {
+    Ok(state.store.delete(&id)?)
+}
+
+/// Locks a conversation to the edge model (or unlocks it).
+#[tauri::command(async)]
+pub fn conversation_set_local_only(
+    state: AppState<'_>,
+    id: String,
+    local_only: bool,
+) -> Result<Conversation> {
+    let mut conversation = state.store.get(&id)?;
+    conversation.local_only = local_only;
+    state.store.save(&mut conversation)?;
+    Ok(conversation)
+}
+
+/// A conversation as a Markdown or JSON file's contents, with provenance.
+#[tauri::command(async)]
+pub fn conversation_export(state: AppState<'_>, id: String, format: String) -> Result<String> {
+    let conversation = state.store.get(&id)?;
+    match format.as_str() {
+        "markdown" => Ok(conversation.to_markdown()),
+        "json" => Ok(serde_json::to_string_pretty(&conversation).expect("conversations serialize")),
+        other => Err(AppError::new(
+            ErrorKind::InvalidInput,
+            format!("unknown export format '{other}' (markdown or json)"),
+        )),
+    }
+}
+
+/// Sends a message in a conversation; the reply streams on `on_event` and is saved.
+#[tauri::command(async)]
+pub fn reply_send(
+    state: AppState<'_>,
+    id: String,
+    text: String,
+    on_event: Channel<Event>,
+) -> Result<()> {
+    replies::start(&state, &id, Ask::Message(&text), forwarder(on_event))
+}
+
+/// Answers the last user message again, replacing the last reply.
+#[tauri::command(async)]
+pub fn reply_regenerate(state: AppState<'_>, id: String, on_event: Channel<Event>) -> Result<()> {
+    replies::start(&state, &id, Ask::Regenerate, forwarder(on_event))
+}
+
+/// Stops the reply being written.
+#[tauri::command(async)]
+pub fn reply_stop(state: AppState<'_>) -> Result<()> {
+    replies::stop(&state);
+    Ok(())
+}
+
+/// A one-off reply in `mode`, not saved (the compare view).
+#[tauri::command(async)]
+pub fn compare_run(
+    state: AppState<'_>,
+    text: String,
+    mode: ReplyMode,
+    on_event: Channel<Event>,
+) -> Result<()> {
+    replies::compare(&state, &text, mode, forwarder(on_event))
+}
+
+/// What the header and composer show.
+#[tauri::command(async)]
+pub fn app_status(state: AppState<'_>) -> Result<AppStatus> {
+    Ok(state.status())
+}
+
+/// Sets the budget; it applies from the next token, also in the middle of a reply.
+#[tauri::command(async)]
+pub fn budget_set(state: AppState<'_>, budget: CloudBudget) -> Result<CloudBudget> {
+    state.set_budget(budget)
+}
+
+/// Today's spend and cloud share.
+#[tauri::command(async)]
+pub fn meter(state: AppState<'_>) -> Result<Meter> {
+    Ok(state.meter())
+}
+
+/// The settings the dialog edits.
+#[tauri::command(async)]
+pub fn settings_get(state: AppState<'_>) -> Result<SettingsView> {
+    Ok(SettingsView::of(&state.config()))
+}
+
+/// Saves the settings and reloads the engine with them.
+#[tauri::command(async)]
+pub fn settings_set(state: AppState<'_>, settings: SettingsView) -> Result<SettingsView> {
+    if settings.edge.trim().is_empty() {
+        return Err(AppError::new(
+            ErrorKind::InvalidInput,
+            "choose an edge model",
+        ));
+    }
+    let config = state.update_config(|c| settings.apply(c))?;
+    state.restart_engine();
+    Ok(SettingsView::of(&config))
+}
+
+/// Ready-made cloud endpoints.
+#[tauri::command(async)]
+pub fn cloud_presets() -> Result<Vec<CloudPreset>> {
+    Ok(CLOUD_PRESETS.to_vec())
+}
+
+/// Checks an endpoint, key and model before they are saved.
+#[tauri::command]
+pub async fn cloud_test(state: AppState<'_>, cloud: CloudSettingsView) -> Result<TestResult> {
+    let shared = Arc::clone(&state);
+    blocking(move || connection::test(&shared, cloud)).await
+}
+
+/// Stores the API key in the OS keyring; it is never sent back.
+#[tauri::command(async)]
+pub fn key_set(state: AppState<'_>, key: String) -> Result<KeyStatus> {
+    let key = ApiKey::new(key)
+        .ok_or_else(|| AppError::new(ErrorKind::InvalidInput, "the key is empty"))?;
+    secrets::store_api_key(&key)
+        .map_err(|e| AppError::new(ErrorKind::KeyringUnavailable, e.to_string()))?;
+    state.restart_engine();
+    Ok(KeyStatus::read())
+}
+
+/// Removes the API key from the OS keyring.
+#[tauri::command(async)]
+pub fn key_clear(state: AppState<'_>) -> Result<KeyStatus> {
+    secrets::delete_api_key()
+        .map_err(|e| AppError::new(ErrorKind::KeyringUnavailable, e.to_string()))?;
+    state.restart_engine();
+    Ok(KeyStatus::read())
+}
 
 /// The model catalogue and what is downloaded.
+#[tauri::command(async)]
+pub fn models_list(state: AppState<'_>) -> Result<Vec<ModelStatus>> {
+    Ok(models::statuses(&state.paths.models()))
+}
+
+/// Downloads a catalogue model (size and sha256 checked), reporting progress.
 #[tauri::command]
-pub fn models() -> Vec<ModelStatus> {
-    models::statuses(&Paths::discover().models())
+pub async fn model_pull(
+    state: AppState<'_>,
+    name: String,
+    on_progress: Channel<PullEvent>,
+) -> Result<()> {
+    let entry = models::find(&name).ok_or_else(|| {
+        AppError::new(
+            ErrorKind::ModelUnknown,
+            format!("'{name}' is not in the catalogue"),
+        )
+    })?;
+    let shared = Arc::clone(&state);
+    let progress = on_progress.clone();
+    let pulled = blocking(move || {
+        models::pull(&entry, &shared.paths.models(), &mut |p| {
+            let _ = progress.send(PullEvent::Progress {
+                done: p.done,
+                total: p.total,
+            });
+        })
+    })
+    .await?;
+    match pulled {
+        Ok(_) => {
+            let _ = on_progress.send(PullEvent::Done);
+            // A model that was missing may be the reason the engine could not start.
+            if state.engine.ready().is_err() {
+                state.restart_engine();
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let error = AppError::from(e);
+            let _ = on_progress.send(PullEvent::Failed {
+                error: error.clone(),
+            });
+            Err(error)
+        }
+    }
 }

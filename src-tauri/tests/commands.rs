@@ -1,39 +1,340 @@
-//! The app's commands through Tauri's IPC, on the mock runtime (no window, no display).
+//! The app's commands through Tauri's IPC, on the mock runtime (no window, no display), as
+//! the web UI calls them: camelCase arguments in, `{kind, message}` errors out.
 
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tandem_core::paths::Paths;
+use tandem_fake_cloud::{FakeCloud, Script};
 use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, INVOKE_KEY};
+use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
 use tauri::webview::InvokeRequest;
+use tauri::WebviewWindow;
+
+/// An app on the mock runtime with its data in `home`, and its main window.
+struct App {
+    _app: tauri::App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+}
+
+impl App {
+    fn start(home: &Path) -> App {
+        let paths = Paths {
+            config: home.join("config"),
+            data: home.join("data"),
+            cache: home.join("cache"),
+        };
+        let app = tandem_app::build(mock_builder(), paths).unwrap();
+        // The mock runtime does not open the configured window; open one with its label.
+        let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+            .build()
+            .unwrap();
+        App { _app: app, window }
+    }
+
+    /// Calls a command; `Err` holds the error the UI would get.
+    fn call(&self, cmd: &str, args: Value) -> Result<Value, Value> {
+        get_ipc_response(
+            &self.window,
+            InvokeRequest {
+                cmd: cmd.into(),
+                callback: CallbackFn(0),
+                error: CallbackFn(1),
+                url: "tauri://localhost".parse().unwrap(),
+                body: InvokeBody::Json(args),
+                headers: Default::default(),
+                invoke_key: INVOKE_KEY.to_string(),
+            },
+        )
+        .map(|response| response.deserialize::<Value>().unwrap())
+    }
+
+    fn ok(&self, cmd: &str, args: Value) -> Value {
+        self.call(cmd, args.clone())
+            .unwrap_or_else(|e| panic!("{cmd} {args} failed: {e}"))
+    }
+
+    /// The error kind of a failing call.
+    fn error_kind(&self, cmd: &str, args: Value) -> String {
+        let error = self.call(cmd, args).expect_err("the command should fail");
+        assert!(
+            error["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{error}"
+        );
+        error["kind"].as_str().unwrap().to_owned()
+    }
+
+    /// Starts a reply, waiting while the previous one is still being wrapped up (it is saved
+    /// a moment before it stops counting as running).
+    fn reply(&self, cmd: &str, args: Value) {
+        let start = Instant::now();
+        loop {
+            match self.call(cmd, args.clone()) {
+                Ok(_) => return,
+                Err(e) if e["kind"] == "busy" && start.elapsed() < Duration::from_secs(30) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => panic!("{cmd} failed: {e}"),
+            }
+        }
+    }
+
+    /// Waits until the engine has loaded or failed.
+    fn settled_status(&self) -> Value {
+        let start = Instant::now();
+        loop {
+            let status = self.ok("app_status", json!({}));
+            if status["engine"] != "loading" {
+                return status;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "engine never settled"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until conversation `id` holds `messages` messages, the last one finished.
+    fn conversation_with(&self, id: &str, messages: usize) -> Value {
+        let start = Instant::now();
+        loop {
+            let c = self.ok("conversation_get", json!({ "id": id }));
+            let list = c["messages"].as_array().unwrap();
+            let finished = list.last().is_some_and(|m| {
+                m["events"]
+                    .as_array()
+                    .and_then(|e| e.last())
+                    .is_some_and(|e| e["type"] == "finished")
+            });
+            if list.len() == messages && finished {
+                return c;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "reply never saved: {c}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A channel argument as the JS side sends it (the mock runtime drops what it receives).
+const CHANNEL: &str = "__CHANNEL__:7";
+
+fn test_model(file: &str) -> Option<std::path::PathBuf> {
+    let Some(dir) = std::env::var_os("TANDEM_TEST_MODELS") else {
+        eprintln!("skipped: set TANDEM_TEST_MODELS to run real-model tests (scripts/test.sh does)");
+        return None;
+    };
+    Some(Path::new(&dir).join(file))
+}
 
 #[test]
-fn the_models_command_lists_the_catalogue_with_download_state() {
+fn a_fresh_home_says_the_model_is_missing_and_keeps_conversations() {
     let home = tempfile::tempdir().unwrap();
-    std::env::set_var("TANDEM_HOME", home.path());
-    let app = tandem_app::build(mock_builder()).unwrap();
-    // The mock runtime does not open the configured window; open one with its label.
-    let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .unwrap();
-    let response = get_ipc_response(
-        &window,
-        InvokeRequest {
-            cmd: "models".into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            url: "tauri://localhost".parse().unwrap(),
-            body: InvokeBody::default(),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        },
-    )
-    .expect("the command answers");
-    let models: Vec<serde_json::Value> = response.deserialize().unwrap();
+    let app = App::start(home.path());
+
+    let status = app.settled_status();
+    assert_eq!(status["engine"], "failed");
+    assert_eq!(status["engine_error"]["kind"], "model_missing", "{status}");
+    assert_eq!(status["cloud"]["label"], "local stand-in");
+    let models = app.ok("models_list", json!({}));
     let edge = models
+        .as_array()
+        .unwrap()
         .iter()
         .find(|m| m["name"] == "qwen2.5-coder-0.5b")
         .unwrap();
+    assert_eq!(edge["pulled"], false);
+
+    let c = app.ok("conversation_create", json!({}));
+    let id = c["id"].as_str().unwrap();
+    assert_eq!(c["title"], "New chat");
+    // No engine: the message is refused with the reason, and nothing is half-saved.
     assert_eq!(
-        edge["pulled"], false,
-        "nothing is downloaded in a fresh home"
+        app.error_kind(
+            "reply_send",
+            json!({"id": id, "text": "hi", "onEvent": CHANNEL})
+        ),
+        "model_missing"
     );
-    assert_eq!(edge["bytes"], 491_400_064u64);
+    app.ok("conversation_rename", json!({"id": id, "title": "Otters"}));
+    app.ok("conversation_create", json!({}));
+    let found = app.ok("conversations_list", json!({"query": "otter"}));
+    assert_eq!(found.as_array().unwrap().len(), 1);
+    assert_eq!(found[0]["title"], "Otters");
+    assert_eq!(
+        app.ok("conversations_list", json!({}))
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let md = app.ok(
+        "conversation_export",
+        json!({"id": id, "format": "markdown"}),
+    );
+    assert!(md.as_str().unwrap().starts_with("# Otters"), "{md}");
+    assert_eq!(
+        app.error_kind("conversation_export", json!({"id": id, "format": "pdf"})),
+        "invalid_input"
+    );
+    app.ok("conversation_delete", json!({"id": id}));
+    assert_eq!(
+        app.error_kind("conversation_get", json!({"id": id})),
+        "not_found"
+    );
+    assert_eq!(
+        app.error_kind("conversation_get", json!({"id": "../config"})),
+        "not_found"
+    );
+
+    // The budget is checked, saved, and read back after a restart.
+    let mut budget = status["budget"].clone();
+    budget["max_share"] = json!(1.5);
+    assert_eq!(
+        app.error_kind("budget_set", json!({"budget": budget})),
+        "invalid_input"
+    );
+    budget["max_share"] = json!(0.25);
+    budget["daily_spend_cap_usd"] = json!(2.0);
+    app.ok("budget_set", json!({"budget": budget}));
+    let settings = app.ok("settings_get", json!({}));
+    assert_eq!(settings["cloud"]["url"], "");
+    drop(app);
+    let app = App::start(home.path());
+    let status = app.ok("app_status", json!({}));
+    assert_eq!(status["budget"]["max_share"], 0.25);
+    assert_eq!(status["meter"]["cap_usd"], 2.0);
+    assert_eq!(
+        app.ok("conversations_list", json!({}))
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn test_connection_tells_unreachable_wrong_key_and_unknown_model_apart() {
+    let home = tempfile::tempdir().unwrap();
+    let app = App::start(home.path());
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    let test = |url: &str, model: Option<&str>| {
+        app.ok(
+            "cloud_test",
+            json!({"cloud": {"url": url, "model": model, "mode": "completions"}}),
+        )
+    };
+    let ok = test(&fake.base_url(), None);
+    assert_eq!(
+        (ok["ok"].clone(), ok["kind"].clone()),
+        (json!(true), json!("ok")),
+        "{ok}"
+    );
+    let missing = test(&fake.base_url(), Some("no-such-model"));
+    assert_eq!(missing["kind"], "model_not_found", "{missing}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    assert_eq!(test(&url, None)["kind"], "unreachable");
+    let locked = FakeCloud::start(Script::cycle(&["x"]).requiring_key("sk-right")).unwrap();
+    assert_eq!(test(&locked.base_url(), None)["kind"], "wrong_key");
+
+    let presets = app.ok("cloud_presets", json!({}));
+    let names: Vec<_> = presets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
+    for name in ["llama-server", "vLLM", "OpenRouter"] {
+        assert!(names.contains(&json!(name)), "{names:?}");
+    }
+}
+
+#[test]
+fn a_reply_is_saved_with_its_provenance_and_a_local_only_chat_never_calls_the_cloud() {
+    let Some(edge) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        format!(
+            "edge = {:?}\nthreads = 1\ncontext = 1024\nmax_tokens = 12\n\
+             [cloud]\nurl = {:?}\n[budget]\nmax_share = 1.0\n[router]\nkind = \"cloud-only\"\n",
+            edge.to_str().unwrap(),
+            fake.base_url()
+        ),
+    )
+    .unwrap();
+    let app = App::start(home.path());
+    let status = app.settled_status();
+    assert_eq!(status["engine"], "ready", "{status}");
+    assert_eq!(status["cloud"]["stand_in"], false);
+
+    let id = app.ok("conversation_create", json!({}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.reply(
+        "reply_send",
+        json!({"id": id, "text": "Describe the sea.", "onEvent": CHANNEL}),
+    );
+    let c = app.conversation_with(&id, 2);
+    assert_eq!(c["title"], "Describe the sea.");
+    let reply = &c["messages"][1];
+    assert_eq!(reply["role"], "assistant");
+    assert!(
+        reply["content"].as_str().unwrap().contains("ocean"),
+        "{reply}"
+    );
+    let events = reply["events"].as_array().unwrap();
+    let cloud_token = events
+        .iter()
+        .find(|e| e["type"] == "token" && e["source"] == "cloud")
+        .expect("a cloud token");
+    assert!(cloud_token["edge_candidate"].is_string() && cloud_token["request_ms"].is_u64());
+    let request = events
+        .iter()
+        .find(|e| e["type"] == "cloud_request")
+        .unwrap();
+    assert!(request["sent"]
+        .as_str()
+        .unwrap()
+        .contains("Describe the sea."));
+    let meter = app.ok("meter", json!({}));
+    assert!(meter["today_cloud_tokens"].as_u64().unwrap() > 0, "{meter}");
+
+    // Regenerate replaces the reply rather than adding one.
+    app.reply("reply_regenerate", json!({"id": id, "onEvent": CHANNEL}));
+    let c = app.conversation_with(&id, 2);
+    assert_eq!(c["messages"][0]["content"], "Describe the sea.");
+
+    // Locked to the edge: the next reply is local and the fake cloud hears nothing.
+    app.ok(
+        "conversation_set_local_only",
+        json!({"id": id, "localOnly": true}),
+    );
+    let before = fake.requests();
+    app.reply(
+        "reply_send",
+        json!({"id": id, "text": "Again?", "onEvent": CHANNEL}),
+    );
+    let c = app.conversation_with(&id, 4);
+    assert_eq!(c["messages"][3]["mode"], "edge");
+    assert!(c["messages"][3]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["type"] != "token" || e["source"] == "edge"));
+    assert_eq!(
+        fake.requests(),
+        before,
+        "a local-only chat reached the cloud"
+    );
 }

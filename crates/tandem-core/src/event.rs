@@ -31,6 +31,8 @@ pub enum NoticeKind {
     SpendNotSaved,
     /// The edge model failed; the reply ended early.
     EngineError,
+    /// The conversation could not be saved (a full disk, say); the reply is still shown.
+    NotSaved,
 }
 
 /// Why a reply ended.

@@ -34,6 +34,23 @@ impl ReplyHandle {
     pub fn cancel(&self) {
         self.cancel.store(true, Ordering::Relaxed);
     }
+
+    /// A handle that can stop the reply from elsewhere (a stop button) while another thread
+    /// reads its events.
+    pub fn stopper(&self) -> ReplyStopper {
+        ReplyStopper(self.cancel.clone())
+    }
+}
+
+/// Stops one reply; cloning it is cheap.
+#[derive(Debug, Clone)]
+pub struct ReplyStopper(Arc<AtomicBool>);
+
+impl ReplyStopper {
+    /// Stops the reply at its next token (it still ends with a `finished` event).
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The worker thread stopped (its engine panicked or was dropped).

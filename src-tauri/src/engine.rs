@@ -1,0 +1,121 @@
+//! The engine's life in the app: loaded in the background at start (with the local stand-in
+//! cloud when none is configured), reloaded when settings change, stopped on exit.
+//!
+//! Loading takes seconds (two models when the stand-in serves), so the window opens at once
+//! and the UI shows `loading` until the slot turns `ready` or `failed`.
+
+use crate::error::{AppError, ErrorKind};
+use crate::views::CloudInfo;
+use std::sync::{Arc, Mutex};
+use tandem_core::config::Config;
+use tandem_core::paths::Paths;
+use tandem_core::worker::EngineWorker;
+use tandem_serve::stand_in::{self, StandIn};
+use tandem_serve::Running;
+
+/// A loaded engine and the stand-in it may talk to.
+pub struct Loaded {
+    /// The engine thread. Declared first: it stops before the stand-in it calls.
+    pub worker: EngineWorker,
+    /// What the header shows about the cloud.
+    pub cloud: CloudInfo,
+    /// Start-up notices (a stand-in that could not start, a router fallback…).
+    pub notices: Vec<String>,
+    _stand_in: Option<Running>,
+}
+
+/// Where the engine is.
+#[derive(Clone)]
+pub enum EngineSlot {
+    /// Loading in the background.
+    Loading,
+    /// Ready for replies.
+    Ready(Arc<Loaded>),
+    /// Could not start; the error says why.
+    Failed(AppError),
+}
+
+/// The engine slot, and a generation counter so a slow, outdated load never replaces a
+/// newer one.
+#[derive(Default)]
+pub struct EngineHost {
+    slot: Mutex<(u64, Option<EngineSlot>)>,
+}
+
+impl EngineHost {
+    /// The slot as it is now.
+    pub fn slot(&self) -> EngineSlot {
+        let guard = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        guard.1.clone().unwrap_or(EngineSlot::Loading)
+    }
+
+    /// The loaded engine, or why there is none.
+    pub fn ready(&self) -> Result<Arc<Loaded>, AppError> {
+        match self.slot() {
+            EngineSlot::Ready(loaded) => Ok(loaded),
+            EngineSlot::Loading => Err(AppError::new(
+                ErrorKind::EngineUnavailable,
+                "the models are still loading",
+            )),
+            EngineSlot::Failed(e) => Err(e),
+        }
+    }
+
+    /// Drops the current engine (stopping its stand-in) and loads `config` on a new thread.
+    pub fn start(self: &Arc<Self>, config: Config, paths: Paths) {
+        let generation = {
+            let mut guard = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            guard.0 += 1;
+            // Dropped outside the lock: stopping an engine waits for its thread.
+            let _old = guard.1.replace(EngineSlot::Loading);
+            guard.0
+        };
+        let host = Arc::clone(self);
+        std::thread::spawn(move || {
+            let slot = match load(config, &paths) {
+                Ok(loaded) => EngineSlot::Ready(Arc::new(loaded)),
+                Err(e) => EngineSlot::Failed(e),
+            };
+            let mut guard = host.slot.lock().unwrap_or_else(|e| e.into_inner());
+            if guard.0 == generation {
+                guard.1 = Some(slot);
+            }
+        });
+    }
+
+    /// Stops the engine and the stand-in (on exit).
+    pub fn stop(&self) {
+        let old = {
+            let mut guard = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            guard.0 += 1;
+            guard.1.take()
+        };
+        drop(old);
+    }
+}
+
+fn load(mut config: Config, paths: &Paths) -> Result<Loaded, AppError> {
+    // A wrong edge model is reported before the stand-in spends seconds loading.
+    tandem_core::models::resolve(&config.edge, &paths.models())?;
+    let mut notices = Vec::new();
+    let stand_in = match stand_in::start_if_needed(&config, paths) {
+        StandIn::Started(running) => {
+            config.cloud.url = running.base_url();
+            Some(running)
+        }
+        StandIn::Unavailable(why) => {
+            notices.push(why);
+            None
+        }
+        StandIn::NotNeeded => None,
+    };
+    let cloud = CloudInfo::new(&config, stand_in.is_some());
+    let worker = EngineWorker::spawn(config, paths.clone())?;
+    notices.extend_from_slice(worker.notices());
+    Ok(Loaded {
+        worker,
+        cloud,
+        notices,
+        _stand_in: stand_in,
+    })
+}

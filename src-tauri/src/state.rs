@@ -1,0 +1,131 @@
+//! What the app holds while it runs: folders, settings, conversations, the engine and the
+//! reply in progress. Commands reach it as Tauri state.
+
+use crate::engine::{EngineHost, EngineSlot};
+use crate::error::{AppError, ErrorKind};
+use crate::views::{AppStatus, CloudInfo, EngineState, KeyStatus, Meter};
+use std::sync::{Arc, Mutex};
+use tandem_core::budget::CloudBudget;
+use tandem_core::config::Config;
+use tandem_core::history::ConversationStore;
+use tandem_core::paths::Paths;
+use tandem_core::spend::SpendLedger;
+use tandem_core::worker::ReplyStopper;
+
+/// The app's state.
+pub struct Shared {
+    /// Platform folders (or `TANDEM_HOME`).
+    pub paths: Paths,
+    /// Saved conversations.
+    pub store: ConversationStore,
+    /// The settings as saved in `config.toml`.
+    pub config: Mutex<Config>,
+    /// The engine.
+    pub engine: Arc<EngineHost>,
+    /// The reply being written, if any.
+    pub current_reply: Mutex<Option<ReplyStopper>>,
+}
+
+impl Shared {
+    /// Reads the settings (a broken file is an error the UI shows; the defaults are used)
+    /// and starts loading the engine.
+    pub fn open(paths: Paths) -> (Arc<Shared>, Option<AppError>) {
+        let (config, problem) = match Config::load(&Config::default_path(&paths.config)) {
+            Ok(config) => (config, None),
+            Err(e) => (
+                Config::default(),
+                Some(AppError::new(
+                    ErrorKind::InvalidInput,
+                    format!("{e}; using the default settings"),
+                )),
+            ),
+        };
+        let shared = Arc::new(Shared {
+            store: ConversationStore::new(&paths.data),
+            config: Mutex::new(config.clone()),
+            engine: Arc::new(EngineHost::default()),
+            current_reply: Mutex::new(None),
+            paths,
+        });
+        shared.engine.start(config, shared.paths.clone());
+        (shared, problem)
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> Config {
+        self.config
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Changes the settings, saves them, and returns the new ones.
+    pub fn update_config(&self, change: impl FnOnce(&mut Config)) -> Result<Config, AppError> {
+        let mut config = self.config.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = config.clone();
+        change(&mut next);
+        next.save(&Config::default_path(&self.paths.config))
+            .map_err(|e| AppError::new(ErrorKind::Storage, e.to_string()))?;
+        *config = next.clone();
+        Ok(next)
+    }
+
+    /// Reloads the engine with the current settings (after a settings or key change).
+    pub fn restart_engine(&self) {
+        crate::replies::stop(self);
+        self.engine.start(self.config(), self.paths.clone());
+    }
+
+    /// Today's use.
+    pub fn meter(&self) -> Meter {
+        Meter::new(
+            SpendLedger::new(&self.paths.data).today(),
+            &self.config().budget,
+        )
+    }
+
+    /// Sets the budget: saved, and live for the running engine from its next token.
+    pub fn set_budget(&self, budget: CloudBudget) -> Result<CloudBudget, AppError> {
+        let valid = (0.0..=1.0).contains(&budget.max_share)
+            && budget.daily_spend_cap_usd.is_none_or(|c| c >= 0.0)
+            && budget.prices.input_per_mtok >= 0.0
+            && budget.prices.output_per_mtok >= 0.0;
+        if !valid {
+            return Err(AppError::new(
+                ErrorKind::InvalidInput,
+                "the share must be between 0 and 1, and prices and the cap not negative",
+            ));
+        }
+        if let Ok(loaded) = self.engine.ready() {
+            loaded.worker.budget().set(budget);
+        }
+        self.update_config(|c| c.budget = budget)?;
+        Ok(budget)
+    }
+
+    /// What the header and composer show.
+    pub fn status(&self) -> AppStatus {
+        let config = self.config();
+        let (engine, engine_error, cloud, notices) = match self.engine.slot() {
+            EngineSlot::Loading => (EngineState::Loading, None, None, Vec::new()),
+            EngineSlot::Ready(loaded) => (
+                EngineState::Ready,
+                None,
+                Some(loaded.cloud.clone()),
+                loaded.notices.clone(),
+            ),
+            EngineSlot::Failed(e) => (EngineState::Failed, Some(e), None, Vec::new()),
+        };
+        AppStatus {
+            edge_model: config.edge.clone(),
+            router: config.router.kind,
+            cloud: cloud.unwrap_or_else(|| CloudInfo::new(&config, config.cloud.wants_stand_in())),
+            budget: config.budget,
+            meter: self.meter(),
+            key: KeyStatus::read(),
+            notices,
+            engine,
+            engine_error,
+        }
+    }
+}

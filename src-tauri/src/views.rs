@@ -1,0 +1,284 @@
+//! What the UI is shown: small serializable views over the core's state (mirrored by the
+//! types in `ui/src/ipc/`).
+
+use crate::error::AppError;
+use serde::{Deserialize, Serialize};
+use tandem_core::budget::CloudBudget;
+use tandem_core::cloud::CloudMode;
+use tandem_core::config::Config;
+use tandem_core::router::RouterKind;
+use tandem_core::secrets::{self, KeySource};
+use tandem_core::spend::DayUse;
+
+/// The cloud as the header shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CloudInfo {
+    /// The endpoint replies go to, if any.
+    pub url: Option<String>,
+    /// "local stand-in", "off", or the endpoint's host.
+    pub label: String,
+    /// The model name sent (the served model for the stand-in).
+    pub model: Option<String>,
+    /// How requests are made.
+    pub mode: CloudMode,
+    /// Whether Tandem serves the cloud itself on this machine.
+    pub stand_in: bool,
+}
+
+impl CloudInfo {
+    /// Describes the cloud of `config` (whose URL already points at a running stand-in).
+    pub fn new(config: &Config, stand_in: bool) -> Self {
+        let url = config.cloud.endpoint().map(str::to_owned);
+        let label = match &url {
+            _ if stand_in => "local stand-in".to_owned(),
+            None => "off".to_owned(),
+            Some(url) => url
+                .split("://")
+                .nth(1)
+                .and_then(|rest| rest.split('/').next())
+                .unwrap_or(url)
+                .to_owned(),
+        };
+        Self {
+            url,
+            label,
+            model: if stand_in {
+                Some(config.serve.model.clone())
+            } else {
+                config.cloud.model.clone()
+            },
+            mode: config.cloud.mode,
+            stand_in,
+        }
+    }
+}
+
+/// Where the API key is, shown without the key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeyStatus {
+    /// "keyring", "environment" or "none".
+    pub source: &'static str,
+    /// The last characters, e.g. `…abcd`.
+    pub masked: Option<String>,
+    /// Why the keyring could not be read, if it could not.
+    pub keyring_problem: Option<String>,
+}
+
+impl KeyStatus {
+    /// Looks the key up now.
+    pub fn read() -> Self {
+        let lookup = secrets::api_key();
+        let (source, masked) = match &lookup.key {
+            Some((key, KeySource::Keyring)) => ("keyring", Some(key.masked())),
+            Some((key, KeySource::Environment)) => ("environment", Some(key.masked())),
+            None => ("none", None),
+        };
+        Self {
+            source,
+            masked,
+            keyring_problem: lookup.keyring_problem,
+        }
+    }
+}
+
+/// Today's use against the cap.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Meter {
+    /// Estimated spend today, in USD.
+    pub spent_today_usd: f64,
+    /// The daily cap, if set.
+    pub cap_usd: Option<f64>,
+    /// Reply tokens the edge wrote today.
+    pub today_edge_tokens: u64,
+    /// Reply tokens the cloud wrote today.
+    pub today_cloud_tokens: u64,
+}
+
+impl Meter {
+    /// Today's use with the cap of `budget`.
+    pub fn new(day: DayUse, budget: &CloudBudget) -> Self {
+        Self {
+            spent_today_usd: day.usd,
+            cap_usd: budget.daily_spend_cap_usd,
+            today_edge_tokens: day.edge_tokens,
+            today_cloud_tokens: day.cloud_tokens,
+        }
+    }
+}
+
+/// Where the engine is, for the UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineState {
+    /// Models are loading.
+    Loading,
+    /// Replies can be sent.
+    Ready,
+    /// It could not start (`engine_error` says why).
+    Failed,
+}
+
+/// Everything the header and composer need at start.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AppStatus {
+    /// The edge model setting.
+    pub edge_model: String,
+    /// The router setting.
+    pub router: RouterKind,
+    /// The cloud (once loaded; from the settings before).
+    pub cloud: CloudInfo,
+    /// The budget in force.
+    pub budget: CloudBudget,
+    /// Today's use.
+    pub meter: Meter,
+    /// The API key's whereabouts.
+    pub key: KeyStatus,
+    /// Start-up notices.
+    pub notices: Vec<String>,
+    /// Where the engine is.
+    pub engine: EngineState,
+    /// Why it failed, when it did.
+    pub engine_error: Option<AppError>,
+}
+
+/// The cloud part of the settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloudSettingsView {
+    /// Base URL with `/v1`; "" for the local stand-in, "none" for no cloud.
+    pub url: String,
+    /// Model name sent with requests.
+    pub model: Option<String>,
+    /// completions or chat.
+    pub mode: CloudMode,
+}
+
+/// The router part of the settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterSettingsView {
+    /// Which router.
+    pub kind: RouterKind,
+}
+
+/// The settings the settings dialog edits (the budget has its own command).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsView {
+    /// Edge model: catalogue name or GGUF path.
+    pub edge: String,
+    /// CPU threads (automatic when absent).
+    pub threads: Option<u32>,
+    /// The cloud endpoint.
+    pub cloud: CloudSettingsView,
+    /// The router.
+    pub router: RouterSettingsView,
+}
+
+impl SettingsView {
+    /// The view of `config`.
+    pub fn of(config: &Config) -> Self {
+        Self {
+            edge: config.edge.clone(),
+            threads: config.threads,
+            cloud: CloudSettingsView {
+                url: config.cloud.url.clone(),
+                model: config.cloud.model.clone(),
+                mode: config.cloud.mode,
+            },
+            router: RouterSettingsView {
+                kind: config.router.kind,
+            },
+        }
+    }
+
+    /// Writes the view into `config`.
+    pub fn apply(self, config: &mut Config) {
+        config.edge = self.edge.trim().to_owned();
+        config.threads = self.threads.filter(|&t| t > 0);
+        config.cloud.url = self.cloud.url.trim().trim_end_matches('/').to_owned();
+        config.cloud.model = self.cloud.model.filter(|m| !m.trim().is_empty());
+        config.cloud.mode = self.cloud.mode;
+        config.router.kind = self.router.kind;
+    }
+}
+
+/// A ready-made cloud endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CloudPreset {
+    /// Shown in the picker.
+    pub name: &'static str,
+    /// Base URL with `/v1`.
+    pub url: &'static str,
+    /// How to ask it.
+    pub mode: CloudMode,
+    /// Whether it needs an API key.
+    pub needs_key: bool,
+}
+
+/// The presets the settings dialog offers.
+pub const CLOUD_PRESETS: [CloudPreset; 5] = [
+    CloudPreset {
+        name: "Local stand-in (Tandem serves the 1.5B model)",
+        url: "",
+        mode: CloudMode::Completions,
+        needs_key: false,
+    },
+    CloudPreset {
+        name: "llama-server",
+        url: "http://127.0.0.1:8080/v1",
+        mode: CloudMode::Completions,
+        needs_key: false,
+    },
+    CloudPreset {
+        name: "vLLM",
+        url: "http://127.0.0.1:8000/v1",
+        mode: CloudMode::Completions,
+        needs_key: false,
+    },
+    CloudPreset {
+        name: "OpenRouter",
+        url: "https://openrouter.ai/api/v1",
+        mode: CloudMode::Chat,
+        needs_key: true,
+    },
+    CloudPreset {
+        name: "OpenAI-compatible (generic)",
+        url: "https://api.example.com/v1",
+        mode: CloudMode::Chat,
+        needs_key: true,
+    },
+];
+
+/// The outcome of "test connection".
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestResult {
+    /// Whether it worked.
+    pub ok: bool,
+    /// ok, wrong_key, unreachable, model_not_found or error.
+    pub kind: &'static str,
+    /// A sentence for the user.
+    pub message: String,
+    /// The models the endpoint serves (when it answered).
+    pub models: Vec<String>,
+}
+
+/// Progress of a model download.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PullEvent {
+    /// Bytes so far.
+    Progress {
+        /// Bytes written.
+        done: u64,
+        /// Bytes expected.
+        total: u64,
+    },
+    /// The download is complete and checked.
+    Done,
+    /// It failed; nothing half-written is left.
+    Failed {
+        /// Why.
+        error: AppError,
+    },
+}
