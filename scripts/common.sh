@@ -48,3 +48,31 @@ build_tandem() {
   [ "$profile" = dev ] && dir=debug
   echo "$CARGO_TARGET_DIR/$dir/tandem"
 }
+
+# Node.js and the UI's npm packages (node_modules in the checkout, npm's cache outside it).
+install_node_packages() {
+  if ! command -v npm >/dev/null 2>&1; then
+    install_system_packages nodejs npm
+  fi
+  if [ ! -d "$ROOT/node_modules" ] || [ "$ROOT/package-lock.json" -nt "$ROOT/node_modules/.package-lock.json" ]; then
+    log "installing npm packages"
+    (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  fi
+}
+
+# Builds the web UI into ui/dist, which the desktop app embeds.
+build_ui() {
+  log "building the UI"
+  (cd "$ROOT" && npm run --silent build >&2)
+}
+
+# Builds the desktop app in the given profile ("release" or "dev") and prints its path.
+build_app() {
+  local profile="$1"
+  build_ui
+  log "building the desktop app ($profile)"
+  (cd "$ROOT" && cargo build --profile "$profile" -p tandem-app >&2)
+  local dir="$profile"
+  [ "$profile" = dev ] && dir=debug
+  echo "$CARGO_TARGET_DIR/$dir/tandem-app"
+}

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Quick start: installs what is missing, builds Tandem, pulls the default models and opens
-# a chat. With no cloud configured (no TANDEM_CLOUD_URL, nothing in config.toml), the chat
-# runs the local stand-in cloud (Qwen2.5-Coder-1.5B served on 127.0.0.1) and stops it on exit.
+# the desktop app (or, with no display, the terminal chat). With no cloud configured (no
+# TANDEM_CLOUD_URL, nothing in config.toml), Tandem serves Qwen2.5-Coder-1.5B itself on
+# 127.0.0.1 as the local stand-in cloud and stops it on exit.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-install_system_packages
+install_system_packages libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libssl-dev libxdo-dev file
+install_node_packages
 # Built here, for this machine: llama.cpp then uses every SIMD extension the CPU has
 # (llama-cpp-2 maps target-cpu=native to GGML_NATIVE; without it ggml gets baseline x86-64).
 export RUSTFLAGS="${RUSTFLAGS:--C target-cpu=native}"
 TANDEM="$(build_tandem release)"
 "$TANDEM" models pull qwen2.5-coder-0.5b
-
-if [ -n "${TANDEM_CLOUD_URL:-}" ]; then
-  exec "$TANDEM" chat --cloud "$TANDEM_CLOUD_URL" "$@"
+if [ -z "${TANDEM_CLOUD_URL:-}" ]; then
+  "$TANDEM" models pull qwen2.5-coder-1.5b
 fi
-# No cloud given: `tandem chat` serves the 1.5B model itself on 127.0.0.1 (the local
-# stand-in) unless config.toml names a cloud.
-"$TANDEM" models pull qwen2.5-coder-1.5b
-exec "$TANDEM" chat "$@"
+
+if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  log "no display: opening the terminal chat instead of the window"
+  exec "$TANDEM" chat ${TANDEM_CLOUD_URL:+--cloud "$TANDEM_CLOUD_URL"} "$@"
+fi
+# The app's cloud is set in its Settings (TANDEM_CLOUD_URL is for the terminal chat).
+APP="$(build_app release)"
+exec "$APP" "$@"

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit tests, real-model tests, real HTTP servers
-# (the project's fake cloud, llama.cpp's llama-server, tandem serve). Installs and caches
-# everything it needs outside the checkout.
+# (the project's fake cloud, llama.cpp's llama-server, tandem serve), the UI's unit tests, the
+# UI in a real browser (Debian's Chromium) and the real app window under Xvfb. Installs and
+# caches everything it needs outside the checkout.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-# WebKitGTK and GTK for the desktop shell (src-tauri); D-Bus and gnome-keyring for the keyring tests.
+# WebKitGTK and GTK for the desktop shell (src-tauri); D-Bus and gnome-keyring for the keyring
+# tests; Chromium for the browser tests; Xvfb, WebKitWebDriver and ImageMagick for the window test.
 install_system_packages libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libssl-dev libxdo-dev \
-  file dbus-daemon dbus-bin gnome-keyring
+  file dbus-daemon dbus-bin gnome-keyring chromium xvfb xauth x11-utils imagemagick \
+  fonts-dejavu-core webkit2gtk-driver
+install_node_packages
 cd "$ROOT"
+# The desktop app embeds the built UI, so it is built before anything compiles the app.
+build_ui
 
 # Test models live in their own data folder so tests never touch a user's files.
 export TANDEM_HOME="$TANDEM_CACHE/test-home"
@@ -44,5 +50,23 @@ dbus-run-session -- bash -c '
   kill $keyring 2>/dev/null
   exit $status
 ' 2>&1 | tee "$results"
-# One closing line for the whole suite (cargo prints one per test binary).
-awk '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$results"
+
+log "UI: typecheck, unit tests, browser tests (Chromium)"
+npm test 2>&1 | tee -a "$results"
+
+log "the app in a real window (Xvfb, tauri-driver, WebKitWebDriver)"
+cargo build -p tandem-app -p tandem-fake-cloud
+TOOLS="$TANDEM_CACHE/tools"
+[ -x "$TOOLS/bin/tauri-driver" ] || cargo install tauri-driver --version 2.1.0 --locked --root "$TOOLS"
+export PATH="$TOOLS/bin:$PATH"
+export TANDEM_APP="$CARGO_TARGET_DIR/debug/tandem-app" TANDEM_FAKE_CLOUD="$CARGO_TARGET_DIR/debug/tandem-fake-cloud"
+export TANDEM_SCREENSHOT="$TANDEM_CACHE/window-test.png"
+xvfb-run -a -s "-screen 0 1280x900x24" node tests/window/run.mjs 2>&1 | tee -a "$results"
+log "window screenshot: $TANDEM_SCREENSHOT"
+
+# One closing line for the whole suite (cargo prints one line per test binary; the UI suites
+# and the window test print a `suite-result:` line each).
+awk '
+  /^test result:/ { p += $4; f += $6; s += $8 }
+  /^suite-result:/ { p += $2; f += $4; s += $6 }
+  END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$results"

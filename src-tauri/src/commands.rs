@@ -213,6 +213,20 @@ pub fn key_clear(state: AppState<'_>) -> Result<KeyStatus> {
     Ok(KeyStatus::read())
 }
 
+/// The chart of the latest `tandem eval` on this machine (SVG text), if there is one.
+#[tauri::command(async)]
+pub fn evaluation_latest(state: AppState<'_>) -> Result<Option<String>> {
+    let path = state.paths.latest_evaluation().join("chart.svg");
+    match std::fs::read_to_string(&path) {
+        Ok(svg) => Ok(Some(svg)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(AppError::new(
+            ErrorKind::Storage,
+            format!("{}: {e}", path.display()),
+        )),
+    }
+}
+
 /// The model catalogue and what is downloaded.
 #[tauri::command(async)]
 pub fn models_list(state: AppState<'_>) -> Result<Vec<ModelStatus>> {

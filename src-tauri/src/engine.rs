@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::worker::EngineWorker;
-use tandem_serve::stand_in::{self, StandIn};
+use tandem_serve::stand_in;
 use tandem_serve::Running;
 
 /// A loaded engine and the stand-in it may talk to.
@@ -97,18 +97,8 @@ impl EngineHost {
 fn load(mut config: Config, paths: &Paths) -> Result<Loaded, AppError> {
     // A wrong edge model is reported before the stand-in spends seconds loading.
     tandem_core::models::resolve(&config.edge, &paths.models())?;
-    let mut notices = Vec::new();
-    let stand_in = match stand_in::start_if_needed(&config, paths) {
-        StandIn::Started(running) => {
-            config.cloud.url = running.base_url();
-            Some(running)
-        }
-        StandIn::Unavailable(why) => {
-            notices.push(why);
-            None
-        }
-        StandIn::NotNeeded => None,
-    };
+    let (stand_in, notice) = stand_in::attach(&mut config, paths);
+    let mut notices: Vec<String> = notice.into_iter().collect();
     let cloud = CloudInfo::new(&config, stand_in.is_some());
     let worker = EngineWorker::spawn(config, paths.clone())?;
     notices.extend_from_slice(worker.notices());

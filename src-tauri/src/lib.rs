@@ -49,6 +49,7 @@ pub fn build<R: Runtime>(builder: Builder<R>, paths: Paths) -> tauri::Result<App
             commands::cloud_test,
             commands::key_set,
             commands::key_clear,
+            commands::evaluation_latest,
             commands::models_list,
             commands::model_pull,
         ])

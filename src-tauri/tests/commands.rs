@@ -242,6 +242,16 @@ fn test_connection_tells_unreachable_wrong_key_and_unknown_model_apart() {
     let locked = FakeCloud::start(Script::cycle(&["x"]).requiring_key("sk-right")).unwrap();
     assert_eq!(test(&locked.base_url(), None)["kind"], "wrong_key");
 
+    // No evaluation yet; then the chart `tandem eval` leaves is what the app shows.
+    assert_eq!(app.ok("evaluation_latest", json!({})), Value::Null);
+    let latest = home.path().join("data/eval/latest");
+    std::fs::create_dir_all(&latest).unwrap();
+    std::fs::write(latest.join("chart.svg"), "<svg>accuracy</svg>").unwrap();
+    assert_eq!(
+        app.ok("evaluation_latest", json!({})),
+        "<svg>accuracy</svg>"
+    );
+
     let presets = app.ok("cloud_presets", json!({}));
     let names: Vec<_> = presets
         .as_array()

@@ -9,7 +9,7 @@ use tandem_core::config::Config;
 use tandem_core::engine::Engine;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
-use tandem_serve::stand_in::{self, StandIn};
+use tandem_serve::stand_in;
 use tandem_serve::Running;
 
 /// An engine ready to chat, and the stand-in cloud it may talk to.
@@ -81,22 +81,16 @@ impl Overrides {
         let mut config = self.resolve(&paths)?;
         // A wrong edge model is reported before the stand-in spends seconds loading.
         tandem_core::models::resolve(&config.edge, &paths.models())?;
-        let stand_in = match stand_in::start_if_needed(&config, &paths) {
-            StandIn::Started(running) => {
-                eprintln!(
-                    "[notice] local stand-in cloud: {} on {}",
-                    config.serve.model,
-                    running.base_url()
-                );
-                config.cloud.url = running.base_url();
-                Some(running)
-            }
-            StandIn::Unavailable(why) => {
-                eprintln!("[notice] {why}");
-                None
-            }
-            StandIn::NotNeeded => None,
-        };
+        let (stand_in, notice) = stand_in::attach(&mut config, &paths);
+        if let Some(why) = notice {
+            eprintln!("[notice] {why}");
+        }
+        if stand_in.is_some() {
+            eprintln!(
+                "[notice] local stand-in cloud: {} on {}",
+                config.serve.model, config.cloud.url
+            );
+        }
         let engine = Engine::open(&config, &paths)?;
         for notice in engine.notices() {
             eprintln!("[notice] {notice}");

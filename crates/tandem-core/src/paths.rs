@@ -47,4 +47,9 @@ impl Paths {
     pub fn models(&self) -> PathBuf {
         self.data.join("models")
     }
+
+    /// Where `tandem eval` leaves its latest results and chart, for the app to show.
+    pub fn latest_evaluation(&self) -> PathBuf {
+        self.data.join("eval").join("latest")
+    }
 }

@@ -53,3 +53,19 @@ pub fn start_if_needed(config: &Config, paths: &Paths) -> StandIn {
         Err(e) => StandIn::Unavailable(format!("the local stand-in cannot start: {e}")),
     }
 }
+
+/// Starts the stand-in if `config` names no cloud and points `config` at it: its URL, and
+/// its model's name (what routers trained for this pair record as the cloud). Returns the
+/// running server (keep it alive while the engine is used) and a notice when it could not
+/// start (replies are then local).
+pub fn attach(config: &mut Config, paths: &Paths) -> (Option<Running>, Option<String>) {
+    match start_if_needed(config, paths) {
+        StandIn::Started(running) => {
+            config.cloud.url = running.base_url();
+            config.cloud.model = Some(config.serve.model.clone());
+            (Some(running), None)
+        }
+        StandIn::Unavailable(why) => (None, Some(why)),
+        StandIn::NotNeeded => (None, None),
+    }
+}

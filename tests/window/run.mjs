@@ -1,0 +1,153 @@
+// The real app in a real window: the built tandem-app under Xvfb, driven through
+// tauri-driver and WebKitWebDriver, with SmolLM2 as the edge model and the project's fake
+// cloud on 127.0.0.1. A prompt is sent, the streamed reply must hold a highlighted cloud
+// token, a screenshot of the screen is taken and checked (not blank; the cloud token's pixels
+// carry the highlight), the conversation must be on disk, and the app must exit cleanly.
+//
+// Run by scripts/test.sh inside xvfb-run; needs TANDEM_APP, TANDEM_FAKE_CLOUD,
+// TANDEM_TEST_MODELS and TANDEM_SCREENSHOT (where the PNG goes).
+
+import { Builder, By, Key, until } from "selenium-webdriver";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+
+const need = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set (scripts/test.sh sets it)`);
+  return value;
+};
+const app = need("TANDEM_APP");
+const fakeCloudBin = need("TANDEM_FAKE_CLOUD");
+const models = need("TANDEM_TEST_MODELS");
+const screenshot = need("TANDEM_SCREENSHOT");
+
+const children = [];
+function start(command, args, env = {}) {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  return child;
+}
+function firstLine(child) {
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout });
+    lines.once("line", resolve);
+    child.once("exit", (code) => reject(new Error(`exited with ${code} before printing`)));
+  });
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+let failures = 0;
+let passes = 0;
+function check(ok, what) {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  if (ok) passes += 1;
+  else failures += 1;
+}
+
+// A fake cloud whose tokens are easy to spot, and a home with settings pointing at it.
+const fake = start(fakeCloudBin, ["--token", " ocean", "--token", " waves"]);
+const cloudUrl = (await firstLine(fake)).replace("listening on ", "").trim();
+const home = mkdtempSync(join(tmpdir(), "tandem-window-"));
+mkdirSync(join(home, "config"), { recursive: true });
+writeFileSync(
+  join(home, "config", "config.toml"),
+  [
+    `edge = ${JSON.stringify(join(models, "SmolLM2-135M-Instruct.Q4_1.gguf"))}`,
+    "threads = 1",
+    "context = 1024",
+    "max_tokens = 48",
+    "[cloud]",
+    `url = ${JSON.stringify(cloudUrl)}`,
+    "[budget]",
+    "max_share = 0.3",
+    "[router]",
+    'kind = "entropy"',
+  ].join("\n") + "\n",
+);
+
+const port = 4444 + Math.floor(Math.random() * 1000);
+const driverProcess = start("tauri-driver", ["--port", String(port), "--native-driver", "/usr/bin/WebKitWebDriver"], {
+  TANDEM_HOME: home,
+});
+await sleep(1500);
+
+let driver;
+try {
+  driver = await new Builder()
+    .usingServer(`http://127.0.0.1:${port}/`)
+    .withCapabilities({ browserName: "wry", "tauri:options": { application: app } })
+    .build();
+
+  const input = await driver.wait(until.elementLocated(By.css('textarea[aria-label="Message"]')), 60_000);
+  await driver.wait(until.elementIsEnabled(input), 120_000, "the engine never became ready");
+  await input.sendKeys("Tell me about the sea.", Key.ENTER);
+  await driver.wait(until.elementLocated(By.css(".reply-footer")), 120_000, "the reply never finished");
+  const reply = await driver.findElement(By.css(".message.assistant .reply-body")).getText();
+  check(reply.includes("ocean") || reply.includes("waves"), `the reply shows the cloud's words: ${JSON.stringify(reply.slice(0, 120))}`);
+  const cloudTokens = await driver.findElements(By.css(".cloud-token"));
+  check(cloudTokens.length > 0, `${cloudTokens.length} cloud tokens are highlighted`);
+
+  // The screen as the user sees it.
+  await sleep(300);
+  execFileSync("import", ["-window", "root", screenshot]);
+  const stddev = Number(execFileSync("convert", [screenshot, "-colorspace", "gray", "-format", "%[fx:standard_deviation]", "info:"]).toString());
+  check(stddev > 0.05, `the screenshot is not blank (grey standard deviation ${stddev.toFixed(3)})`);
+  const colours = Number(execFileSync("identify", ["-format", "%k", screenshot]).toString());
+  check(colours > 50, `the screenshot has ${colours} colours`);
+
+  // The highlight is visible: the cloud token's pixels differ from the reply's background.
+  const token = cloudTokens[0];
+  await driver.executeScript("arguments[0].scrollIntoView({block: 'center'})", token);
+  await sleep(200);
+  const view = join(home, "view.png");
+  writeFileSync(view, Buffer.from(await driver.takeScreenshot(), "base64"));
+  // WebKitWebDriver refuses getRect on inline elements; the page knows their boxes.
+  const rectOf = (element) =>
+    driver.executeScript("const r = arguments[0].getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height};", element);
+  const rect = await rectOf(token);
+  const scale = Number(await driver.executeScript("return window.devicePixelRatio")) || 1;
+  const box = (r) => `${Math.max(1, Math.round(r.width * scale))}x${Math.max(1, Math.round(r.height * scale))}+${Math.round(r.x * scale)}+${Math.round(r.y * scale)}`;
+  const mean = (geometry) =>
+    execFileSync("convert", [view, "-crop", geometry, "+repage", "-format", "%[fx:mean.r] %[fx:mean.g] %[fx:mean.b]", "info:"])
+      .toString()
+      .trim()
+      .split(" ")
+      .map(Number);
+  const body = await rectOf(await driver.findElement(By.css(".message.assistant .reply-body")));
+  const inToken = mean(box(rect));
+  const beside = mean(box({ x: body.x + body.width - 12, y: body.y + 2, width: 8, height: 8 }));
+  const distance = Math.hypot(...inToken.map((c, i) => c - beside[i]));
+  check(distance > 0.03, `the cloud token's pixels stand out from the reply background (distance ${distance.toFixed(3)})`);
+} catch (e) {
+  check(false, `the window test ran to its end: ${e.name} ${e.message}`);
+} finally {
+  if (driver) await driver.quit().catch(() => {});
+}
+
+// The app is gone and nothing of it lingers; the conversation is on disk with provenance.
+await sleep(2000);
+let lingering = "";
+try {
+  lingering = execFileSync("pgrep", ["-f", app]).toString().trim();
+} catch {
+  lingering = "";
+}
+check(lingering === "", `the app exited (${lingering || "no process left"})`);
+let events = [];
+try {
+  const folder = join(home, "data", "conversations");
+  const conversation = JSON.parse(readFileSync(join(folder, readdirSync(folder)[0]), "utf8"));
+  events = conversation.messages[1]?.events ?? [];
+} catch (e) {
+  console.log(`no saved conversation: ${e.message}`);
+}
+check(events.some((e) => e.type === "token" && e.source === "cloud"), "the saved conversation keeps its cloud tokens");
+
+driverProcess.kill("SIGTERM");
+fake.kill("SIGTERM");
+await sleep(500);
+for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+console.log(`suite-result: ${passes} passed, ${failures} failed, 0 skipped (real window)`);
+process.exit(failures === 0 ? 0 : 1);

@@ -1,0 +1,327 @@
+/**
+ * Wires the views to the backend: which chat is open, whether a reply is streaming, the
+ * engine's state and the budget. Views never call the backend themselves; they ask here.
+ */
+import * as ipc from "./ipc/commands";
+import { toUiError } from "./ipc/errors";
+import type { AppStatus, CloudBudget, Conversation, Event, ExportFormat } from "./ipc/types";
+import { BudgetControls } from "./budget/controls";
+import { ChatHeader } from "./chat/header";
+import { Composer } from "./chat/composer";
+import { ConversationView } from "./chat/conversation";
+import { CompareDialog } from "./compare/dialog";
+import { ReplyView } from "./reply/view";
+import { installTokenTooltip } from "./reply/tooltip";
+import { SettingsDialog } from "./settings/dialog";
+import { Sidebar } from "./sidebar/sidebar";
+import { h, replace } from "./shell/dom";
+import { attempt, installToasts, showError, showInfo } from "./shell/toast";
+import { Topbar } from "./shell/topbar";
+
+export function startApp(root: HTMLElement): void {
+  new App(root);
+}
+
+class App {
+  private status: AppStatus | null = null;
+  private budget: CloudBudget | null = null;
+  private current: Conversation | null = null;
+  private streaming: ReplyView | null = null;
+  /** The chat the streaming reply belongs to. */
+  private streamingFor: string | null = null;
+  private compareRunning = false;
+  private statusTimer = 0;
+  private readonly shownNotices = new Set<string>();
+
+  private readonly sidebar: Sidebar;
+  private readonly topbar: Topbar;
+  private readonly engineBanner = h("div", { className: "engine-banner", id: "engine-banner", hidden: true });
+  private readonly chatHeader: ChatHeader;
+  private readonly conversation: ConversationView;
+  private readonly budgetControls: BudgetControls;
+  private readonly composer: Composer;
+  private readonly settings: SettingsDialog;
+  private readonly compare: CompareDialog;
+
+  constructor(root: HTMLElement) {
+    this.sidebar = new Sidebar({
+      open: (id) => void this.open(id),
+      create: () => void this.createChat(),
+      rename: (id, title) => void this.rename(id, title),
+      remove: (id) => void this.remove(id),
+      search: () => void this.refreshList(),
+    });
+    this.topbar = new Topbar({ compare: () => this.compare.open(), settings: () => void this.settings.open() });
+    this.chatHeader = new ChatHeader({ setLocalOnly: (on) => void this.setLocalOnly(on), export: (f) => void this.export(f) });
+    this.conversation = new ConversationView({ regenerate: () => void this.regenerate(), copy: (t) => void this.copy(t) });
+    this.budgetControls = new BudgetControls((b) => void this.setBudget(b));
+    this.composer = new Composer({ send: (t) => void this.send(t), stop: () => void this.stop() }, this.budgetControls.element);
+    this.settings = new SettingsDialog({ status: () => this.status, saved: (b) => void this.afterSettings(b) });
+    this.compare = new CompareDialog((running) => {
+      this.compareRunning = running;
+      this.renderComposer();
+    });
+
+    root.replaceChildren(
+      h(
+        "div",
+        { className: "app" },
+        this.sidebar.element,
+        h(
+          "main",
+          { className: "main" },
+          this.topbar.element,
+          this.engineBanner,
+          h("section", { className: "chat" }, this.chatHeader.element, this.conversation.element, this.composer.element),
+        ),
+      ),
+    );
+    installToasts(document.body);
+    installTokenTooltip(document);
+    document.addEventListener("keydown", (e) => {
+      // Esc stops a streaming reply, unless it is closing a dialog.
+      if (e.key === "Escape" && this.streaming && !document.querySelector("dialog[open]")) {
+        e.preventDefault();
+        void this.stop();
+      }
+    });
+    document.addEventListener("click", (e) => {
+      // Links in replies must not navigate the app's only window away.
+      const link = e.target instanceof Element ? e.target.closest(".reply-body a") : null;
+      if (!link) return;
+      e.preventDefault();
+      const href = link.getAttribute("href");
+      if (href && /^https?:/i.test(href)) void this.copy(href, `Link copied: ${href}`);
+    });
+
+    this.conversation.show(null);
+    this.renderComposer();
+    void this.refreshStatus();
+    void this.refreshList();
+    this.composer.focus();
+  }
+
+  // ---- status and budget ----
+
+  private async refreshStatus(): Promise<void> {
+    clearTimeout(this.statusTimer);
+    const status = await attempt(ipc.appStatus, "status");
+    if (!status) return;
+    this.status = status;
+    this.budget = status.budget;
+    this.topbar.showStatus(status);
+    this.budgetControls.set(status.budget);
+    for (const notice of status.notices) {
+      if (this.shownNotices.has(notice)) continue;
+      this.shownNotices.add(notice);
+      showInfo(notice, "notice");
+    }
+    this.renderEngine();
+    // While the engine loads, ask again until it is ready or has failed.
+    if (status.engine === "loading") this.statusTimer = window.setTimeout(() => void this.refreshStatus(), 1000);
+  }
+
+  private renderEngine(): void {
+    const s = this.status;
+    if (!s || s.engine === "ready") {
+      this.engineBanner.hidden = true;
+    } else if (s.engine === "loading") {
+      this.engineBanner.hidden = false;
+      this.engineBanner.className = "engine-banner loading";
+      this.engineBanner.replaceChildren(h("span", { className: "spinner" }), `Loading the edge model ${s.edge_model}…`);
+    } else {
+      const err = s.engine_error;
+      const open = h("button", { type: "button", className: "small", textContent: "Open settings" });
+      open.addEventListener("click", () => void this.settings.open());
+      this.engineBanner.hidden = false;
+      this.engineBanner.className = "engine-banner failed";
+      replace(
+        this.engineBanner,
+        h("b", {}, "The engine failed to start. "),
+        err ? h("code", {}, err.kind) : null,
+        err ? ` ${err.message} ` : " ",
+        open,
+      );
+    }
+    this.renderComposer();
+  }
+
+  private renderComposer(): void {
+    const engine = this.status?.engine;
+    const reason =
+      engine === "ready"
+        ? ""
+        : engine === "failed"
+          ? "The engine failed to start; fix it in Settings."
+          : "Waiting for the edge model to load…";
+    this.composer.setEnabled(engine === "ready" && !this.compareRunning, this.compareRunning ? "A comparison is running." : reason);
+    this.composer.setStreaming(this.streaming !== null);
+    this.budgetControls.setLocked(this.current?.local_only ?? false);
+  }
+
+  private async setBudget(budget: CloudBudget): Promise<void> {
+    const saved = await attempt(() => ipc.budgetSet(budget), "budget");
+    if (saved) this.budget = saved;
+    if (this.budget) this.budgetControls.set(this.budget);
+  }
+
+  private async refreshMeter(): Promise<void> {
+    const meter = await attempt(ipc.meter, "meter");
+    if (meter) this.topbar.showMeter(meter);
+  }
+
+  private async afterSettings(budget: CloudBudget | null): Promise<void> {
+    if (budget) this.budget = budget;
+    showInfo("Settings saved; the engine restarts with them.", "settings");
+    await this.refreshStatus();
+  }
+
+  // ---- chats ----
+
+  private async refreshList(): Promise<void> {
+    const list = await attempt(() => ipc.conversationsList(this.sidebar.query || undefined), "chats");
+    if (list) this.sidebar.setItems(list, this.current?.id ?? null);
+  }
+
+  private show(conversation: Conversation | null): void {
+    this.current = conversation;
+    this.chatHeader.show(conversation);
+    this.conversation.show(conversation);
+    // Coming back to a chat whose reply is still streaming: it is not saved yet, show it live.
+    if (this.streaming && conversation && conversation.id === this.streamingFor && conversation.messages.at(-1)?.role === "user") {
+      this.conversation.appendReply(this.streaming);
+    }
+    this.renderComposer();
+  }
+
+  private async open(id: string): Promise<void> {
+    if (id === this.current?.id && !this.streaming) return;
+    const conversation = await attempt(() => ipc.conversationGet(id), "open chat");
+    if (!conversation) return;
+    this.show(conversation);
+    await this.refreshList();
+    this.composer.focus();
+  }
+
+  /** "New chat" shows an empty draft; the chat itself is created by its first message. */
+  private async createChat(): Promise<void> {
+    this.show(null);
+    await this.refreshList();
+    this.composer.focus();
+  }
+
+  private async rename(id: string, title: string): Promise<void> {
+    const renamed = await attempt(() => ipc.conversationRename(id, title), "rename");
+    if (renamed && renamed.id === this.current?.id) {
+      this.current = renamed;
+      this.chatHeader.show(renamed);
+    }
+    await this.refreshList();
+  }
+
+  private async remove(id: string): Promise<void> {
+    const ok = await attempt(() => ipc.conversationDelete(id), "delete");
+    if (ok === undefined) return;
+    if (id === this.current?.id) this.show(null);
+    await this.refreshList();
+  }
+
+  private async setLocalOnly(on: boolean): Promise<void> {
+    if (!this.current) return;
+    const id = this.current.id;
+    const updated = await attempt(() => ipc.conversationSetLocalOnly(id, on), "local only");
+    if (!updated || this.current?.id !== id) return;
+    this.current = { ...this.current, local_only: updated.local_only, title: updated.title };
+    this.chatHeader.show(this.current);
+    this.renderComposer();
+    await this.refreshList();
+  }
+
+  private async export(format: ExportFormat): Promise<void> {
+    const c = this.current;
+    if (!c) return;
+    const contents = await attempt(() => ipc.conversationExport(c.id, format), "export");
+    if (contents === undefined) return;
+    const blob = new Blob([contents], { type: format === "json" ? "application/json" : "text/markdown" });
+    const url = URL.createObjectURL(blob);
+    const safe = c.title.replace(/[^\p{L}\p{N} _-]+/gu, "").trim() || "chat";
+    const link = h("a", { href: url, download: `${safe}.${format === "json" ? "json" : "md"}` });
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  }
+
+  // ---- replies ----
+
+  private async send(text: string): Promise<void> {
+    if (this.streaming) return;
+    if (!this.current) {
+      const created = await attempt(ipc.conversationCreate, "new chat");
+      if (!created) return;
+      this.current = created;
+      this.chatHeader.show(created);
+    }
+    const id = this.current.id;
+    this.current.messages.push({ role: "user", content: text });
+    this.conversation.appendUser(text);
+    await this.stream(id, (onEvent) => ipc.replySend(id, text, onEvent));
+  }
+
+  private async regenerate(): Promise<void> {
+    if (!this.current || this.streaming) return;
+    const id = this.current.id;
+    if (this.current.messages.at(-1)?.role === "assistant") this.current.messages.pop();
+    this.conversation.removeLastReply();
+    await this.stream(id, (onEvent) => ipc.replyRegenerate(id, onEvent));
+  }
+
+  private async stream(id: string, start: (onEvent: (e: Event) => void) => Promise<null>): Promise<void> {
+    const reply = new ReplyView();
+    this.streaming = reply;
+    this.streamingFor = id;
+    this.conversation.appendReply(reply);
+    this.conversation.scrollToEnd(true);
+    this.renderComposer();
+    try {
+      await start((e) => reply.push(e));
+    } catch (e) {
+      const error = toUiError(e);
+      reply.fail(error);
+      showError(error, "reply");
+    }
+    // Only `finished` ends a reply; events keep coming after the command resolved.
+    const finished = await reply.done;
+    this.streaming = null;
+    this.streamingFor = null;
+    this.renderComposer();
+    if (finished && this.current?.id === id) {
+      this.current.messages.push({ role: "assistant", content: reply.text });
+      this.chatHeader.show(this.current);
+    }
+    await Promise.all([this.refreshList(), this.refreshMeter(), this.refreshTitle(id)]);
+  }
+
+  /** The first message titles the chat on the backend; pick the title up. */
+  private async refreshTitle(id: string): Promise<void> {
+    if (this.current?.id !== id || this.current.title !== "New chat") return;
+    const fresh = await attempt(() => ipc.conversationGet(id), "chat");
+    if (fresh && this.current?.id === id) {
+      this.current = { ...this.current, title: fresh.title };
+      this.chatHeader.show(this.current);
+    }
+  }
+
+  private async stop(): Promise<void> {
+    await attempt(ipc.replyStop, "stop");
+  }
+
+  private async copy(text: string, done = "Copied to the clipboard"): Promise<void> {
+    try {
+      await navigator.clipboard.writeText(text);
+      showInfo(done, "copy");
+    } catch (e) {
+      showError({ kind: "unexpected", message: `the clipboard refused: ${toUiError(e).message}` }, "copy");
+    }
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * A scripted backend for the browser tests, installed only in the `e2e` build (`main.ts`
+ * imports it behind `import.meta.env.MODE`, so the production bundle never contains it).
+ *
+ * It answers every command of docs/ipc.md with plausible data, replays recorded event streams
+ * through the reply's Channel the way Tauri does (indexed messages, then an end marker, all
+ * after the command has resolved), and records every invocation on `window.__tandemCalls`.
+ */
+import { mockIPC } from "@tauri-apps/api/mocks";
+import type {
+  AppError,
+  AppStatus,
+  CloudBudget,
+  CloudPreset,
+  Conversation,
+  Event,
+  KeyStatus,
+  ModelStatus,
+  PullEvent,
+  ReplyMode,
+  Settings,
+  TestResult,
+  TokenEvent,
+} from "../types";
+import { parseEventLines } from "../events";
+import routedJsonl from "../../../../tests/fixtures/routed-reply.jsonl?raw";
+import xssJsonl from "../../../../tests/fixtures/xss-reply.jsonl?raw";
+
+type Call = { cmd: string; args: unknown };
+type Hooks = {
+  /** Rejects the next call of `cmd` with `error` (coded, or anything else Tauri might reject with). */
+  failNext(cmd: string, error: unknown): void;
+  /** Milliseconds between streamed events. */
+  delayMs: number;
+};
+
+declare global {
+  interface Window {
+    __tandemCalls: Call[];
+    __tandemMock: Hooks;
+  }
+}
+
+/** The part of a JS Channel the mock needs: Tauri hands the Channel object itself to the handler. */
+type ChannelLike = { id: number };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function send(channel: ChannelLike, index: number, message: unknown): void {
+  window.__TAURI_INTERNALS__.runCallback(channel.id, { index, message });
+}
+function end(channel: ChannelLike, index: number): void {
+  window.__TAURI_INTERNALS__.runCallback(channel.id, { index, end: true });
+}
+
+declare global {
+  interface Window {
+    __TAURI_INTERNALS__: { runCallback(id: number, data: unknown): void };
+  }
+}
+
+const ROUTED = parseEventLines(routedJsonl);
+const XSS = parseEventLines(xssJsonl);
+/** About 1000 tokens: the routed reply's tokens eight times over, for speed checks. */
+const LONG: Event[] = [
+  ROUTED[0]!,
+  ...Array.from({ length: 8 }, () => ROUTED.filter((e) => e.type === "token" || e.type === "cloud_request")).flat(),
+  ROUTED.at(-1)!,
+];
+
+/** A stand-in for the chart `tandem eval` writes: small, but a real SVG an <img> must decode. */
+const EVALUATION_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100" viewBox="0 0 200 100">
+<rect x="10" y="40" width="40" height="50" fill="#4f7cff"/><text x="60" y="60" font-size="16">accuracy</text></svg>`;
+
+/** The same stream as if the router had picked only edge (or only cloud) tokens. */
+function inMode(events: readonly Event[], mode: ReplyMode): Event[] {
+  if (mode === "routed") return [...events];
+  const out: Event[] = [];
+  let count = 0;
+  for (const e of events) {
+    if (e.type === "cloud_request") continue;
+    if (e.type === "token") {
+      count++;
+      out.push(
+        mode === "edge"
+          ? { type: "token", text: e.text, id: e.id, source: "edge", score: e.score }
+          : { ...e, source: "cloud", edge_candidate: e.edge_candidate ?? e.text, request_ms: e.request_ms ?? 200 },
+      );
+    } else if (e.type === "finished") {
+      out.push({
+        ...e,
+        usage: {
+          ...e.usage,
+          edge_tokens: mode === "edge" ? count : 0,
+          cloud_tokens: mode === "cloud" ? count : 0,
+          cloud_requests: mode === "cloud" ? count : 0,
+        },
+      });
+    } else out.push(e);
+  }
+  return out;
+}
+
+function fail(kind: AppError["kind"], message: string): never {
+  throw { kind, message } satisfies AppError;
+}
+
+export function installMockBackend(): void {
+  const params = new URLSearchParams(location.search);
+  const calls: Call[] = [];
+  const failures = new Map<string, unknown>();
+  const hooks: Hooks = {
+    failNext: (cmd, error) => failures.set(cmd, error),
+    delayMs: Number(params.get("delay") ?? 12),
+  };
+  window.__tandemCalls = calls;
+  window.__tandemMock = hooks;
+
+  let engineCalls = 0;
+  const engineScript = params.get("engine"); // "loading" (ready after 2 polls) or "failed"
+  const evaluation = params.get("eval") === "none" ? null : EVALUATION_SVG; // "none": `tandem eval` never ran
+  let budget: CloudBudget = {
+    enabled: true,
+    max_share: 0.15,
+    max_cloud_tokens: null,
+    daily_spend_cap_usd: 1,
+    prices: { input_per_mtok: 0.15, output_per_mtok: 0.6 },
+  };
+  let key: KeyStatus = { source: "none", masked: null, keyring_problem: params.has("keyring") ? "no secret service on the session bus" : null };
+  let settings: Settings = {
+    edge: "qwen2.5-coder-0.5b",
+    threads: null,
+    cloud: { url: "", model: null, mode: "completions" },
+    router: { kind: "entropy" },
+  };
+  const meter = { spent_today_usd: 0.0123, cap_usd: 1 as number | null, today_edge_tokens: 830, today_cloud_tokens: 120 };
+  const models: ModelStatus[] = [
+    { name: "qwen2.5-coder-0.5b", role: "edge", bytes: 491_000_000, pulled: true },
+    { name: "qwen2.5-coder-1.5b", role: "cloud stand-in", bytes: 1_120_000_000, pulled: true },
+    { name: "smollm2-360m", role: "edge", bytes: 271_000_000, pulled: false },
+  ];
+  const presets: CloudPreset[] = [
+    { name: "Local stand-in (Tandem serves the 1.5B model)", url: "", mode: "completions", needs_key: false },
+    { name: "llama-server", url: "http://127.0.0.1:8080/v1", mode: "completions", needs_key: false },
+    { name: "vLLM", url: "http://127.0.0.1:8000/v1", mode: "completions", needs_key: false },
+    { name: "OpenRouter", url: "https://openrouter.ai/api/v1", mode: "chat", needs_key: true },
+    { name: "OpenAI-compatible (generic)", url: "https://api.example.com/v1", mode: "chat", needs_key: true },
+  ];
+
+  const now = Date.now();
+  const chats = new Map<string, Conversation>();
+  const seeded: Conversation = {
+    id: "c-seeded",
+    title: "Reverse a string in Python",
+    created_ms: now - 3_600_000,
+    updated_ms: now - 3_600_000,
+    local_only: false,
+    messages: [
+      { role: "user", content: "Write a Python function that reverses a string." },
+      { role: "assistant", mode: "routed", content: ROUTED.map((e) => (e.type === "token" ? e.text : "")).join(""), events: ROUTED },
+    ],
+  };
+  chats.set(seeded.id, seeded);
+  let nextId = 1;
+  let running: { stop: boolean } | null = null;
+
+  const status = (): AppStatus => {
+    engineCalls++;
+    const engine = engineScript === "failed" ? "failed" : engineScript === "loading" && engineCalls <= 2 ? "loading" : "ready";
+    return {
+      edge_model: settings.edge,
+      router: settings.router.kind,
+      cloud: { url: null, label: "local stand-in", model: "qwen2.5-coder-1.5b", mode: settings.cloud.mode, stand_in: true },
+      budget,
+      meter,
+      key,
+      notices: params.has("notice") ? ["spend file was unreadable; today's spend starts at $0"] : [],
+      engine,
+      engine_error: engine === "failed" ? { kind: "model_corrupt", message: "sha256 mismatch for qwen2.5-coder-0.5b.gguf" } : null,
+    };
+  };
+
+  const get = (id: unknown): Conversation => chats.get(String(id)) ?? fail("not_found", `no conversation ${String(id)}`);
+
+  /** Replays `events` through the channel after the command has returned, like the real one. */
+  const replay = (channel: ChannelLike, events: Event[], save?: (events: Event[]) => void) => {
+    if (running) fail("busy", "a reply is already being generated");
+    const run = { stop: false };
+    running = run;
+    void (async () => {
+      await sleep(hooks.delayMs);
+      const sent: Event[] = [];
+      let index = 0;
+      for (const e of events) {
+        if (e.type === "finished") break;
+        if (run.stop) break;
+        send(channel, index++, e);
+        sent.push(e);
+        await sleep(hooks.delayMs);
+      }
+      const original = events.at(-1);
+      let finished = original?.type === "finished" ? original : null;
+      if (run.stop || !finished) {
+        const tokens = sent.filter((e): e is TokenEvent => e.type === "token");
+        finished = {
+          type: "finished",
+          reason: "cancelled",
+          usage: {
+            edge_tokens: tokens.filter((t) => t.source === "edge").length,
+            cloud_tokens: tokens.filter((t) => t.source === "cloud").length,
+            cloud_requests: sent.filter((e) => e.type === "cloud_request").length,
+            cloud_prompt_tokens: 0,
+            cloud_completion_tokens: 0,
+            est_cost_usd: 0,
+          },
+          timings: { prefill_ms: 40, prefill_tokens: 20, cloud_ms: 0, total_ms: 40 + index * Math.max(hooks.delayMs, 1) },
+        };
+      }
+      send(channel, index++, finished);
+      sent.push(finished);
+      meter.today_edge_tokens += finished.usage.edge_tokens;
+      meter.today_cloud_tokens += finished.usage.cloud_tokens;
+      meter.spent_today_usd += finished.usage.est_cost_usd;
+      save?.(sent);
+      running = null;
+      end(channel, index);
+    })();
+    return null;
+  };
+
+  const answer = (conversation: Conversation, text: string, channel: ChannelLike) => {
+    const mode: ReplyMode = conversation.local_only || !budget.enabled ? "edge" : "routed";
+    const script = /xss/i.test(text) ? XSS : /long/i.test(text) ? LONG : ROUTED;
+    return replay(channel, inMode(script, mode), (events) => {
+      const content = events.map((e) => (e.type === "token" ? e.text : "")).join("");
+      conversation.messages.push({ role: "assistant", mode, content, events });
+      conversation.updated_ms = Date.now();
+    });
+  };
+
+  mockIPC(async (cmd, raw) => {
+    const args = (raw ?? {}) as Record<string, unknown>;
+    calls.push({ cmd, args: JSON.parse(JSON.stringify(args)) as unknown });
+    await sleep(5);
+    if (failures.has(cmd)) {
+      const planned = failures.get(cmd);
+      failures.delete(cmd);
+      throw planned;
+    }
+    switch (cmd) {
+      case "app_status":
+        return status();
+      case "meter":
+        return { ...meter };
+      case "budget_set": {
+        const b = args.budget as CloudBudget;
+        if (!(b.max_share >= 0 && b.max_share <= 1)) fail("invalid_input", "max_share must be between 0 and 1");
+        budget = { ...b };
+        meter.cap_usd = budget.daily_spend_cap_usd;
+        return budget;
+      }
+      case "conversations_list": {
+        const q = typeof args.query === "string" ? args.query.toLowerCase() : "";
+        return [...chats.values()]
+          .filter((c) => !q || c.title.toLowerCase().includes(q) || c.messages.some((m) => m.content.toLowerCase().includes(q)))
+          .sort((a, b) => b.updated_ms - a.updated_ms)
+          .map((c) => ({
+            id: c.id,
+            title: c.title,
+            updated_ms: c.updated_ms,
+            local_only: c.local_only,
+            preview: (c.messages.at(-1)?.content ?? "").slice(0, 80),
+          }));
+      }
+      case "conversation_create": {
+        const c: Conversation = { id: `c-${nextId++}`, title: "New chat", created_ms: Date.now(), updated_ms: Date.now(), local_only: false, messages: [] };
+        chats.set(c.id, c);
+        return structuredClone(c);
+      }
+      case "conversation_get":
+        return structuredClone(get(args.id));
+      case "conversation_rename": {
+        const c = get(args.id);
+        c.title = String(args.title);
+        return structuredClone(c);
+      }
+      case "conversation_delete":
+        get(args.id);
+        chats.delete(String(args.id));
+        return null;
+      case "conversation_set_local_only": {
+        const c = get(args.id);
+        c.local_only = Boolean(args.localOnly);
+        return structuredClone(c);
+      }
+      case "conversation_export": {
+        const c = get(args.id);
+        if (args.format === "json") return JSON.stringify(c, null, 2);
+        return `# ${c.title}\n\n` + c.messages.map((m) => `**${m.role === "user" ? "You" : "Tandem"}:**\n\n${m.content}\n`).join("\n");
+      }
+      case "reply_send": {
+        const c = get(args.id);
+        if (running) fail("busy", "a reply is already being generated");
+        const text = String(args.text);
+        c.messages.push({ role: "user", content: text });
+        if (c.title === "New chat") c.title = text.slice(0, 40);
+        c.updated_ms = Date.now();
+        return answer(c, text, args.onEvent as ChannelLike);
+      }
+      case "reply_regenerate": {
+        const c = get(args.id);
+        if (c.messages.at(-1)?.role === "assistant") c.messages.pop();
+        const last = c.messages.at(-1);
+        if (!last) fail("invalid_input", "nothing to regenerate");
+        return answer(c, last.content, args.onEvent as ChannelLike);
+      }
+      case "reply_stop":
+        if (running) running.stop = true;
+        return null;
+      case "compare_run":
+        return replay(args.onEvent as ChannelLike, inMode(/xss/i.test(String(args.text)) ? XSS : ROUTED, args.mode as ReplyMode));
+      case "settings_get":
+        return structuredClone(settings);
+      case "settings_set":
+        settings = structuredClone(args.settings as Settings);
+        return structuredClone(settings);
+      case "cloud_presets":
+        return presets;
+      case "cloud_test": {
+        const cloud = args.cloud as Settings["cloud"];
+        await sleep(150);
+        const result = (kind: TestResult["kind"], message: string, found: string[] = []): TestResult => ({ ok: kind === "ok", kind, message, models: found });
+        if (/wrong/.test(cloud.url)) return result("wrong_key", "401 Unauthorized: the server refused the key");
+        if (/down|unreachable/.test(cloud.url)) return result("unreachable", "connection refused");
+        if (cloud.model === "missing") return result("model_not_found", "no model named missing");
+        return result("ok", "answered in 84 ms", ["qwen2.5-1.5b-instruct", "qwen2.5-7b-instruct"]);
+      }
+      case "key_set": {
+        const k = String(args.key);
+        if (!k) fail("invalid_input", "the key is empty");
+        key = { source: "keyring", masked: `…${k.slice(-4)}`, keyring_problem: key.keyring_problem };
+        return key;
+      }
+      case "key_clear":
+        key = { source: "none", masked: null, keyring_problem: key.keyring_problem };
+        return key;
+      case "models_list":
+        return structuredClone(models);
+      case "model_pull": {
+        const channel = args.onProgress as ChannelLike;
+        const total = 1_120_000_000;
+        let index = 0;
+        for (let done = 0; done <= total; done += total / 5) {
+          send(channel, index++, { type: "progress", done, total } satisfies PullEvent);
+          await sleep(60);
+        }
+        await sleep(300); // done == total: the backend is checking the sha256
+        const m = models.find((x) => x.name === args.name);
+        if (m) m.pulled = true;
+        send(channel, index++, { type: "done" } satisfies PullEvent);
+        end(channel, index);
+        return null;
+      }
+      case "evaluation_latest":
+        return evaluation;
+    }
+    // Tauri's own rejection for an unknown command is a plain string.
+    throw `command ${cmd} not found`;
+  });
+}

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import type { FinishedEvent } from "../ipc/types";
+import { footerStats } from "./footer";
+import { formatPercent, formatUsd, visibleWhitespace } from "./format";
+
+function finished(over: Partial<FinishedEvent["usage"]> = {}, total_ms = 5309, reason: FinishedEvent["reason"] = "stop"): FinishedEvent {
+  return {
+    type: "finished",
+    reason,
+    usage: { edge_tokens: 83, cloud_tokens: 37, cloud_requests: 10, cloud_prompt_tokens: 769, cloud_completion_tokens: 40, est_cost_usd: 0, ...over },
+    timings: { prefill_ms: 403, prefill_tokens: 24, cloud_ms: 2686, total_ms },
+  };
+}
+
+describe("footerStats", () => {
+  it("summarises the recorded reply: shares, requests, speed", () => {
+    expect(footerStats(finished({}, 5309, "length"))).toEqual({
+      edgeTokens: 83,
+      cloudTokens: 37,
+      cloudShare: "31 %",
+      requests: 10,
+      cost: "$0.0000",
+      tokensPerSecond: "22.6", // 120 tokens / 5.309 s
+      reason: "stopped at the length limit",
+    });
+  });
+
+  it("says nothing about the reason when the reply ended normally", () => {
+    expect(footerStats(finished()).reason).toBeNull();
+    expect(footerStats(finished({}, 100, "cancelled")).reason).toBe("stopped by you");
+  });
+
+  it("prices with 4 decimals, and tiny amounts as <$0.0001", () => {
+    expect(footerStats(finished({ est_cost_usd: 0.01234 })).cost).toBe("$0.0123");
+    expect(footerStats(finished({ est_cost_usd: 0.00004 })).cost).toBe("<$0.0001");
+    expect(formatUsd(0)).toBe("$0.0000");
+    expect(formatUsd(1.5)).toBe("$1.5000");
+  });
+
+  it("copes with an empty or instant reply", () => {
+    const s = footerStats(finished({ edge_tokens: 0, cloud_tokens: 0 }, 0));
+    expect(s.cloudShare).toBe("0 %");
+    expect(s.tokensPerSecond).toBe("—");
+  });
+
+  it("shows small shares with a decimal", () => {
+    expect(formatPercent(0.004)).toBe("0.4 %");
+    expect(formatPercent(1)).toBe("100 %");
+  });
+});
+
+describe("visibleWhitespace", () => {
+  it("makes spaces, newlines and tabs visible", () => {
+    expect(visibleWhitespace(" #")).toBe("·#");
+    expect(visibleWhitespace(",\n")).toBe(",⏎");
+    expect(visibleWhitespace("\t")).toBe("⇥");
+    expect(visibleWhitespace("")).toBe("∅");
+  });
+});
