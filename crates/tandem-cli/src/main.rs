@@ -5,10 +5,14 @@
 //! tests consume.
 
 mod chat;
+mod data;
+mod eval;
 mod generate;
 mod key;
 mod models;
+mod pair;
 mod settings;
+mod train_router;
 mod view;
 
 use clap::{Parser, Subcommand};
@@ -39,6 +43,15 @@ enum Command {
     },
     /// Serve a model as an OpenAI-compatible API on 127.0.0.1.
     Serve(tandem_serve::cli::Args),
+    /// Download question-answering data sets (for training and evaluation).
+    Data {
+        #[command(subcommand)]
+        action: data::Action,
+    },
+    /// Collect labels from the cloud and train the MLP router for an edge/cloud pair.
+    TrainRouter(train_router::Args),
+    /// Measure accuracy against cloud share for routers and budgets.
+    Eval(eval::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,6 +62,9 @@ fn main() -> std::process::ExitCode {
         Command::Chat(args) => chat::run(args),
         Command::Key { action } => key::run(action),
         Command::Serve(args) => tandem_serve::cli::run(args),
+        Command::Data { action } => data::run(action),
+        Command::TrainRouter(args) => train_router::run(args),
+        Command::Eval(args) => eval::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -12,11 +12,7 @@ fn tandem(home: &std::path::Path) -> Command {
 }
 
 fn smollm2() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("TANDEM_TEST_MODELS") else {
-        eprintln!("skipped: set TANDEM_TEST_MODELS to run real-model tests (scripts/test.sh does)");
-        return None;
-    };
-    Some(PathBuf::from(dir).join("SmolLM2-135M-Instruct.Q4_1.gguf"))
+    tandem_fake_cloud::peers::model(tandem_fake_cloud::peers::SMOLLM2)
 }
 
 /// `tandem generate --json` with one thread against `fake`, plus `flags`.
@@ -437,4 +433,124 @@ fn with_no_cloud_configured_the_local_stand_in_serves_and_none_means_local_only(
     let (events, _) = run(Some("none"));
     assert!(events[0]["cloud"].is_null());
     assert_eq!(events.last().unwrap()["usage"]["cloud_requests"], 0);
+}
+
+/// Ten easy multiple-choice questions in the CommonsenseQA row shape `--data` accepts.
+fn ten_questions(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("ten.jsonl");
+    let lines: Vec<String> = [
+        (
+            "What colour is the sky on a clear day?",
+            ["green", "blue", "red"],
+            "B",
+        ),
+        ("Which animal barks?", ["dog", "cat", "fish"], "A"),
+        (
+            "What do you drink when thirsty?",
+            ["sand", "stone", "water"],
+            "C",
+        ),
+        ("Which is a fruit?", ["apple", "brick", "shoe"], "A"),
+        ("What falls from clouds?", ["rain", "bread", "chairs"], "A"),
+        ("Which is used to write?", ["spoon", "pen", "plate"], "B"),
+        ("What is frozen water?", ["steam", "ice", "oil"], "B"),
+        ("Where do fish live?", ["desert", "tree", "water"], "C"),
+        ("Which one flies?", ["bird", "rock", "table"], "A"),
+        ("What do bees make?", ["milk", "silk", "honey"], "C"),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (q, texts, key))| {
+        serde_json::json!({"id": format!("q{i}"), "question": q,
+            "choices": {"label": ["A", "B", "C"], "text": texts}, "answerKey": key})
+        .to_string()
+    })
+    .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&["B", "."])).unwrap();
+    let data = ten_questions(home.path());
+    let out = home.path().join("results");
+    let output = tandem(home.path())
+        .args(["eval", "--threads", "1", "--router", "entropy,margin"])
+        .args([
+            "--budgets",
+            "0,0.2,1",
+            "--cloud",
+            &fake.base_url(),
+            "--edge",
+        ])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let runs = results["runs"].as_array().unwrap();
+    let find = |router: &str, budget: f64| {
+        runs.iter()
+            .find(|r| {
+                r["router"] == router && (r["budget"].as_f64().unwrap() - budget).abs() < 1e-6
+            })
+            .unwrap_or_else(|| panic!("no {router} run at {budget}: {results}"))
+    };
+    for key in [
+        "router",
+        "budget",
+        "n",
+        "accuracy",
+        "cloud_share",
+        "cloud_requests",
+        "cloud_prompt_tokens",
+        "cloud_completion_tokens",
+        "seconds",
+    ] {
+        assert!(
+            runs.iter().all(|r| r.get(key).is_some()),
+            "{key} missing: {results}"
+        );
+    }
+    assert_eq!(
+        runs.len(),
+        4,
+        "edge-only, two routers at 0.2, cloud-only: {results}"
+    );
+    let edge_only = find("edge-only", 0.0);
+    assert_eq!(edge_only["n"], 10);
+    assert_eq!(
+        (
+            edge_only["cloud_share"].as_f64(),
+            edge_only["cloud_requests"].as_u64()
+        ),
+        (Some(0.0), Some(0))
+    );
+    let cloud_only = find("cloud-only", 1.0);
+    assert_eq!(cloud_only["cloud_share"].as_f64(), Some(1.0));
+    // The fake cloud always answers "B": cloud-only gets exactly the three B questions.
+    assert_eq!(cloud_only["accuracy"].as_f64(), Some(0.3), "{cloud_only}");
+    for router in ["entropy", "margin"] {
+        let share = find(router, 0.2)["cloud_share"].as_f64().unwrap();
+        assert!(
+            share > 0.0 && share <= 0.2 + 0.15,
+            "{router} realised {share}"
+        );
+    }
+    let svg = std::fs::read_to_string(out.join("chart.svg")).unwrap();
+    assert!(svg.contains("entropy") && svg.contains("margin") && svg.contains("cloud-only"));
+    // The app shows the latest evaluation.
+    assert!(home.path().join("data/eval/latest/chart.svg").is_file());
 }

@@ -66,7 +66,24 @@ pub fn generate(
     options: &DecodeOptions,
     sink: &mut dyn EventSink,
 ) -> Result<Usage, EdgeError> {
+    let mut controller = ReplyBudget::new(
+        c.router.threshold_for_share(c.budget.get().max_share),
+        options.spent_today_usd,
+    );
+    generate_with(c, prompt, options, &mut controller, sink)
+}
+
+/// [`generate`] with a budget controller the caller keeps, so a share applies across many
+/// replies (an evaluation run) rather than within each one.
+pub fn generate_with(
+    c: Collaboration<'_>,
+    prompt: &[TokenId],
+    options: &DecodeOptions,
+    controller: &mut ReplyBudget,
+    sink: &mut dyn EventSink,
+) -> Result<Usage, EdgeError> {
     let started = Instant::now();
+    let spent_before = controller.spent_usd();
     let mut reply = Reply {
         edge: c.edge,
         cloud: c.cloud,
@@ -74,10 +91,7 @@ pub fn generate(
         budget: c.budget,
         messages: c.messages,
         reply_start: prompt.len(),
-        controller: ReplyBudget::new(
-            c.router.threshold_for_share(c.budget.get().max_share),
-            options.spent_today_usd,
-        ),
+        controller,
         sampler: Sampler::new(options.sampling),
         text: Utf8Stream::default(),
         usage: Usage::default(),
@@ -97,7 +111,7 @@ pub fn generate(
         FinishReason::Cancelled
     };
     reply.timings.total_ms = started.elapsed().as_millis() as u64;
-    reply.usage.est_cost_usd = reply.controller.spent_usd();
+    reply.usage.est_cost_usd = reply.controller.spent_usd() - spent_before;
     sink.emit(Event::Finished {
         reason,
         usage: reply.usage,
@@ -106,7 +120,7 @@ pub fn generate(
     Ok(reply.usage)
 }
 
-struct Reply<'a> {
+struct Reply<'a, 'b> {
     edge: &'a mut dyn EdgeModel,
     cloud: Option<&'a mut dyn Cloud>,
     router: &'a dyn Router,
@@ -114,7 +128,7 @@ struct Reply<'a> {
     messages: &'a [(String, String)],
     /// Where the reply starts in the edge's tokens.
     reply_start: usize,
-    controller: ReplyBudget,
+    controller: &'b mut ReplyBudget,
     sampler: Sampler,
     text: Utf8Stream,
     usage: Usage,
@@ -132,7 +146,7 @@ struct Emitted {
     request_ms: Option<u64>,
 }
 
-impl Reply<'_> {
+impl Reply<'_, '_> {
     fn run(
         &mut self,
         prompt: &[TokenId],

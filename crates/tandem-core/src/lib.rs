@@ -39,6 +39,7 @@ pub mod event;
 pub mod history;
 pub mod local;
 pub mod models;
+pub mod packages;
 pub mod paths;
 pub mod router;
 pub mod sampling;

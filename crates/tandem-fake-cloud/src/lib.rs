@@ -24,8 +24,11 @@
 //! ```
 //!
 //! The `tandem-fake-cloud` binary serves the same fake for end-to-end tests of the app.
+//! [`peers`] holds what the tests share besides the fake: the real test models and llama.cpp's
+//! `llama-server` as the independent OpenAI-compatible peer.
 
 mod fault;
+pub mod peers;
 mod request;
 mod response;
 mod routes;

@@ -131,12 +131,13 @@ impl Cloud for ScriptedCloud {
 }
 
 /// A reply in progress over a three-token prompt, sending ids.
-fn reply_over<'a>(
+fn reply_over<'a, 'b>(
     edge: &'a mut ScriptedEdge,
     cloud: &'a mut dyn Cloud,
     router: &'a dyn Router,
     live: &'a LiveBudget,
-) -> Reply<'a> {
+    controller: &'b mut ReplyBudget,
+) -> Reply<'a, 'b> {
     Reply {
         edge,
         cloud: Some(cloud),
@@ -144,7 +145,7 @@ fn reply_over<'a>(
         budget: live,
         messages: &[],
         reply_start: 3,
-        controller: ReplyBudget::new(0.5, 0.0),
+        controller,
         sampler: Sampler::new(SamplingParams::default()),
         text: Utf8Stream::default(),
         usage: Usage::default(),
@@ -279,11 +280,13 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
     let mut edge = ScriptedEdge::new(|_| 0.0);
     let mut cloud = ScriptedCloud::new(1000);
     let live = LiveBudget::new(CloudBudget::share(1.0));
+    let mut controller = ReplyBudget::new(0.5, 0.0);
     let mut reply = reply_over(
         &mut edge,
         &mut cloud,
         &crate::router::FixedRouter(1.0),
         &live,
+        &mut controller,
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let mut sink = |_: Event| true;
@@ -318,7 +321,14 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
     }
     let mut edge = ScriptedEdge::new(|_| 0.0);
     let mut jumping = Jumping;
-    let mut reply = reply_over(&mut edge, &mut jumping, &EntropyRouter, &live);
+    let mut controller = ReplyBudget::new(0.5, 0.0);
+    let mut reply = reply_over(
+        &mut edge,
+        &mut jumping,
+        &EntropyRouter,
+        &live,
+        &mut controller,
+    );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let (kept, next) = reply
         .ask_cloud(&step, 1.0, 4, &mut sink)

@@ -1,0 +1,119 @@
+//! `tandem train-router`: collects labels from the cloud (resumable, cached) and trains the
+//! MLP router for this exact edge/cloud pair.
+
+use crate::pair::{PairArgs, Progress};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use tandem_core::paths::Paths;
+use tandem_eval::data;
+use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
+use tandem_eval::labels;
+use tandem_eval::train::{self, TrainOptions};
+
+/// Flags.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pair: PairArgs,
+    /// Training prompts: a split name (see `tandem data pull`) or a JSONL file.
+    #[arg(long, default_value = "csqa:train")]
+    data: String,
+    /// Use only the first N questions.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Folder of collected features (default: in the cache, per pair and data).
+    #[arg(long)]
+    features: Option<PathBuf>,
+    /// Where to write the router.
+    #[arg(long)]
+    out: PathBuf,
+    /// Train on the three confidence signals only (no hidden state at run time).
+    #[arg(long)]
+    signals_only: bool,
+    /// Width of the hidden layer.
+    #[arg(long, default_value_t = 128)]
+    width: usize,
+}
+
+/// Runs it.
+pub fn run(args: Args) -> Result<()> {
+    let mut rows = data::load(&args.data, &crate::data::dir())?;
+    rows.truncate(args.limit.unwrap_or(rows.len()));
+    let (pair, mut cloud) = args.pair.open(true)?;
+    let data_name = match args.limit {
+        Some(n) => format!("{}[0..{n}]", args.data),
+        None => args.data.clone(),
+    };
+    let folder = args.features.clone().unwrap_or_else(|| {
+        let safe = |s: &str| s.replace(['/', ':', ' '], "_");
+        Paths::discover().cache.join("features").join(format!(
+            "{}--{}--{}",
+            safe(&pair.edge_name),
+            safe(&pair.ids.cloud),
+            safe(&args.data)
+        ))
+    });
+    let header = Header::new(
+        &pair.ids.edge_sha256,
+        &pair.edge_name,
+        &pair.ids.cloud,
+        pair.weights.hidden_size(),
+        &args.data,
+    );
+    let (mut writer, done) = FeatureWriter::open(&folder, header)?;
+    if !done.is_empty() {
+        eprintln!(
+            "[labels] resuming: {} examples already in {}",
+            done.len(),
+            folder.display()
+        );
+    }
+    let mut edge = pair.session()?;
+    let progress = Progress::new("labels", done.len());
+    let collected = labels::collect(
+        &pair.weights,
+        &mut edge,
+        &mut cloud,
+        &rows,
+        &done,
+        &mut writer,
+        &mut |p| {
+            let share = p.positives as f64 / p.positions.max(1) as f64;
+            progress.show(
+                p.done,
+                p.total,
+                &format!("{} positions, {:.0}% disagree", p.positions, share * 100.0),
+            )
+        },
+    )?;
+    progress.finish();
+    if collected.failed > 0 {
+        eprintln!(
+            "[labels] {} examples skipped: the cloud failed on them",
+            collected.failed
+        );
+    }
+    let set = FeatureSet::read(&folder)?;
+    let options = TrainOptions {
+        use_hidden: !args.signals_only,
+        hidden_layers: vec![args.width],
+        ..TrainOptions::default()
+    };
+    eprintln!(
+        "[train] {} positions from {}",
+        set.records.len(),
+        folder.display()
+    );
+    let (router, report) = train::train(&set, &options)?;
+    router
+        .save(&args.out, &pair.ids, &data_name)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    eprintln!(
+        "[train] router for {} + {} written to {}",
+        pair.edge_name,
+        pair.ids.cloud,
+        args.out.display()
+    );
+    Ok(())
+}

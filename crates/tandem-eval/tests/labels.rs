@@ -1,0 +1,143 @@
+//! Label collection on a real edge model, against the project's fake cloud and against
+//! llama.cpp's `llama-server`.
+
+use std::collections::BTreeSet;
+use tandem_core::cloud::{CloudClient, CloudConfig};
+use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_eval::data::{ChoiceRow, Choices, Row};
+use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
+use tandem_eval::labels;
+use tandem_fake_cloud::peers::{model, LlamaServer, SMOLLM2};
+use tandem_fake_cloud::{FakeCloud, Script};
+
+fn rows(n: usize) -> Vec<Row> {
+    (0..n)
+        .map(|i| {
+            Row::Choice(ChoiceRow {
+                id: format!("q{i}"),
+                question: format!("Which of these is a colour? ({i})"),
+                choices: Choices {
+                    label: vec!["A".into(), "B".into(), "C".into()],
+                    text: vec!["blue".into(), "chair".into(), "seven".into()],
+                },
+                answer_key: "A".into(),
+            })
+        })
+        .collect()
+}
+
+fn options() -> LocalOptions {
+    LocalOptions {
+        n_ctx: 1024,
+        threads: 1,
+        hidden_state: true,
+    }
+}
+
+fn header(weights: &EdgeWeights, cloud: &str) -> Header {
+    Header::new("sha", "smollm2", cloud, weights.hidden_size(), "test")
+}
+
+#[test]
+fn labels_from_the_fake_cloud_mark_where_the_edge_disagrees_and_resume_without_asking_again() {
+    let Some(path) = model(SMOLLM2) else { return };
+    let weights = EdgeWeights::load(&path, "smollm2").unwrap();
+    let mut edge = weights.session(&options()).unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean", " blue"])).unwrap();
+    let mut cloud = CloudClient::new(CloudConfig::new(fake.base_url())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let questions = rows(3);
+
+    let (mut writer, done) = FeatureWriter::open(dir.path(), header(&weights, "fake")).unwrap();
+    let collected = labels::collect(
+        &weights,
+        &mut edge,
+        &mut cloud,
+        &questions[..2],
+        &done,
+        &mut writer,
+        &mut |_| {},
+    )
+    .unwrap();
+    drop(writer);
+    assert_eq!(collected.done, 2);
+    let completions = |fake: &FakeCloud| {
+        fake.recorded()
+            .iter()
+            .filter(|r| r.path.ends_with("/completions"))
+            .count()
+    };
+    assert_eq!(
+        completions(&fake),
+        2,
+        "one request per example, not per token"
+    );
+
+    let set = FeatureSet::read(dir.path()).unwrap();
+    assert!(!set.records.is_empty());
+    for r in &set.records {
+        assert_eq!(r.hidden.len(), weights.hidden_size());
+        assert!(r.hidden.iter().any(|&h| h != 0.0), "a real hidden state");
+        assert_eq!(r.label, r.edge_token != r.cloud_token);
+    }
+    // The fake answers " ocean blue ocean…", which SmolLM2 would not write first.
+    assert!(set
+        .records
+        .iter()
+        .filter(|r| r.position == 0)
+        .all(|r| r.label));
+
+    // Resuming skips what is surely complete: the last example written could have been torn
+    // by a crash, so it is collected again with the third one; nothing is stored twice.
+    let (mut writer, done) = FeatureWriter::open(dir.path(), header(&weights, "fake")).unwrap();
+    labels::collect(
+        &weights,
+        &mut edge,
+        &mut cloud,
+        &questions,
+        &done,
+        &mut writer,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(completions(&fake), 4);
+    let records = FeatureSet::read(dir.path()).unwrap().records;
+    let examples: BTreeSet<u32> = records.iter().map(|r| r.example).collect();
+    assert_eq!(examples.into_iter().collect::<Vec<_>>(), vec![0, 1, 2]);
+    let positions: BTreeSet<(u32, u16)> = records.iter().map(|r| (r.example, r.position)).collect();
+    assert_eq!(positions.len(), records.len(), "a position stored twice");
+}
+
+#[test]
+fn a_cloud_running_the_edge_model_itself_almost_never_disagrees() {
+    let Some(path) = model(SMOLLM2) else { return };
+    let Some(server) = LlamaServer::start(&path) else {
+        return;
+    };
+    let weights = EdgeWeights::load(&path, "smollm2").unwrap();
+    let mut edge = weights.session(&options()).unwrap();
+    let mut cloud = CloudClient::new(CloudConfig::new(server.base_url.clone())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut writer, done) =
+        FeatureWriter::open(dir.path(), header(&weights, "llama-server")).unwrap();
+    labels::collect(
+        &weights,
+        &mut edge,
+        &mut cloud,
+        &rows(4),
+        &done,
+        &mut writer,
+        &mut |_| {},
+    )
+    .unwrap();
+    let set = FeatureSet::read(dir.path()).unwrap();
+    let positives = set.records.iter().filter(|r| r.label).count();
+    assert!(set.records.len() >= 4, "{} positions", set.records.len());
+    // Same GGUF, greedy on both sides, token ids shared: the labels are (nearly) all "keep
+    // the edge token" — a label collector that disagreed here would be measuring itself.
+    assert!(
+        positives * 10 <= set.records.len(),
+        "{positives} of {} positions disagree",
+        set.records.len()
+    );
+}
