@@ -23,7 +23,7 @@ pub struct Args {
     /// Routers to compare (edge-only and cloud-only are budgets 0 and 1).
     #[arg(long, value_delimiter = ',', default_value = "entropy,margin,mlp")]
     router: Vec<RouterKind>,
-    /// Weights file of the MLP router.
+    /// Weights file of the MLP router (default: the one shipped for the default pair).
     #[arg(long)]
     router_path: Option<PathBuf>,
     /// Cloud shares to run each router at.
@@ -44,7 +44,10 @@ pub fn run(args: Args) -> Result<()> {
     let mlp = match (wants_mlp, &args.router_path) {
         (false, _) => None,
         (true, Some(path)) => Some(MlpRouter::load(path, Some(&pair.ids))?),
-        (true, None) => anyhow::bail!("the mlp router needs --router-path"),
+        (true, None) => Some(
+            router::shipped(&pair.ids)
+                .context("no router is shipped for this edge/cloud pair: pass --router-path")?,
+        ),
     };
     let mut specs = Vec::new();
     for &budget in &args.budgets {

@@ -113,7 +113,7 @@ impl CloudSettings {
 impl Default for RouterSettings {
     fn default() -> Self {
         Self {
-            kind: RouterKind::Entropy,
+            kind: RouterKind::Mlp,
             path: None,
         }
     }

@@ -86,11 +86,22 @@ impl MlpRouter {
             path: path.to_owned(),
             source,
         })?;
+        Self::from_bytes(&bytes, path, pair)
+    }
+
+    /// Reads a router from the bytes of a file (`origin` names it in errors) and checks that
+    /// it was trained for `pair` (when given).
+    pub fn from_bytes(
+        bytes: &[u8],
+        origin: &Path,
+        pair: Option<&ModelPair>,
+    ) -> Result<Self, MlpError> {
+        let path = origin;
         let invalid = |reason: String| MlpError::Invalid {
             path: path.to_owned(),
             reason,
         };
-        let router = Self::parse(&bytes).map_err(invalid)?;
+        let router = Self::parse(bytes).map_err(invalid)?;
         if let Some(pair) = pair {
             if *pair != router.pair {
                 return Err(MlpError::WrongPair {

@@ -101,8 +101,23 @@ impl FromStr for RouterKind {
     }
 }
 
-/// Builds the router a user picked. An MLP router trained for another model pair (or a
-/// broken file) is not used: the entropy router takes over and the returned message says why.
+/// The MLP router trained for the default pair (Qwen2.5-Coder-0.5B edge, Qwen2.5-Coder-1.5B
+/// cloud) on CommonsenseQA train; how it was made: `models/routers/README.md`.
+const SHIPPED_MLP: &[u8] =
+    include_bytes!("../../../../models/routers/qwen2.5-coder-0.5b--qwen2.5-coder-1.5b.safetensors");
+
+/// The router shipped for `pair`, if Tandem ships one.
+pub fn shipped(pair: &ModelPair) -> Result<MlpRouter, MlpError> {
+    MlpRouter::from_bytes(
+        SHIPPED_MLP,
+        std::path::Path::new("(shipped router)"),
+        Some(pair),
+    )
+}
+
+/// Builds the router a user picked. The MLP router without a file of its own is the one
+/// shipped for the default pair. An MLP router trained for another model pair (or a broken
+/// file) is not used: the entropy router takes over and the returned message says why.
 pub fn build(
     kind: RouterKind,
     mlp_path: Option<&std::path::Path>,
@@ -116,7 +131,9 @@ pub fn build(
         RouterKind::Mlp => {
             let loaded = match mlp_path {
                 Some(path) => MlpRouter::load(path, Some(pair)).map_err(|e| e.to_string()),
-                None => Err("no router file is configured".to_owned()),
+                None => shipped(pair).map_err(|_| {
+                    "no MLP router is trained for this edge/cloud pair (`tandem train-router` makes one)".to_owned()
+                }),
             };
             match loaded {
                 Ok(router) => (Box::new(router), None),
@@ -141,9 +158,22 @@ mod tests {
         };
         let (router, notice) = build(RouterKind::Mlp, None, &pair);
         assert_eq!(router.name(), "entropy");
-        assert!(notice.unwrap().contains("no router file"));
+        assert!(notice.unwrap().contains("tandem train-router"));
         let (router, notice) = build(RouterKind::Margin, None, &pair);
         assert_eq!((router.name(), notice), ("margin", None));
+    }
+
+    #[test]
+    fn the_default_pair_gets_the_shipped_router() {
+        let pair = ModelPair {
+            edge_sha256: crate::models::find("qwen2.5-coder-0.5b").unwrap().sha256,
+            cloud: "qwen2.5-coder-1.5b".into(),
+        };
+        let (router, notice) = build(RouterKind::Mlp, None, &pair);
+        assert_eq!((router.name(), notice), ("mlp", None));
+        assert!(router.needs_hidden_state());
+        // Calibrated on held-out positions: a smaller share asks for a higher score.
+        assert!(router.threshold_for_share(0.05) > router.threshold_for_share(0.2));
     }
 
     #[test]
