@@ -348,3 +348,24 @@ fn a_reply_is_saved_with_its_provenance_and_a_local_only_chat_never_calls_the_cl
         "a local-only chat reached the cloud"
     );
 }
+
+#[test]
+fn a_corrupt_model_file_is_reported_as_such() {
+    let home = tempfile::tempdir().unwrap();
+    let broken = home.path().join("broken.gguf");
+    std::fs::write(&broken, b"GGUF but not really a model").unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        format!(
+            "edge = {:?}\n[cloud]\nurl = \"none\"\n",
+            broken.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let app = App::start(home.path());
+    let status = app.settled_status();
+    assert_eq!(status["engine"], "failed");
+    assert_eq!(status["engine_error"]["kind"], "model_corrupt", "{status}");
+    assert_eq!(status["cloud"]["label"], "off");
+}
