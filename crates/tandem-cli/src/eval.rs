@@ -29,6 +29,9 @@ pub struct Args {
     /// Cloud shares to run each router at.
     #[arg(long, value_delimiter = ',', default_value = "0,0.05,0.1,0.2,0.3,1")]
     budgets: Vec<f32>,
+    /// Tokens asked for per cloud request (1 measures the router alone).
+    #[arg(long, default_value_t = 1)]
+    span: u32,
     /// Folder for results.json and chart.svg.
     #[arg(long)]
     out: PathBuf,
@@ -75,6 +78,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(&mut cloud),
         &rows,
         specs,
+        args.span,
         &mut |done, total| progress.show(done, total, ""),
     )?;
     progress.finish();

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use tandem_core::paths::Paths;
 use tandem_eval::data;
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
-use tandem_eval::labels;
 use tandem_eval::train::{self, TrainOptions};
+use tandem_eval::{labels, task};
 
 /// Flags.
 #[derive(clap::Args, Debug)]
@@ -47,10 +47,11 @@ pub fn run(args: Args) -> Result<()> {
     let folder = args.features.clone().unwrap_or_else(|| {
         let safe = |s: &str| s.replace(['/', ':', ' '], "_");
         Paths::discover().cache.join("features").join(format!(
-            "{}--{}--{}",
+            "{}--{}--{}--{}",
             safe(&pair.edge_name),
             safe(&pair.ids.cloud),
-            safe(&args.data)
+            safe(&args.data),
+            safe(task::PROMPT_FORMAT)
         ))
     });
     let header = Header::new(

@@ -474,7 +474,7 @@ fn ten_questions(dir: &std::path::Path) -> PathBuf {
 fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     let Some(model) = smollm2() else { return };
     let home = tempfile::tempdir().unwrap();
-    let fake = FakeCloud::start(Script::cycle(&["B", "."])).unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" B"])).unwrap();
     let data = ten_questions(home.path());
     let out = home.path().join("results");
     let output = tandem(home.path())
@@ -540,7 +540,8 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     );
     let cloud_only = find("cloud-only", 1.0);
     assert_eq!(cloud_only["cloud_share"].as_f64(), Some(1.0));
-    // The fake cloud always answers "B": cloud-only gets exactly the three B questions.
+    // The fake cloud always answers " B" (one token per request by default): cloud-only gets
+    // exactly the three B questions.
     assert_eq!(cloud_only["accuracy"].as_f64(), Some(0.3), "{cloud_only}");
     for router in ["entropy", "margin"] {
         let share = find(router, 0.2)["cloud_share"].as_f64().unwrap();

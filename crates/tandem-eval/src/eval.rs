@@ -110,13 +110,16 @@ struct RunState {
     correct: usize,
 }
 
-/// Evaluates every run of `specs` on `rows`; `progress(done, total)` after each question.
+/// Evaluates every run of `specs` on `rows`, asking the cloud for `span` tokens per request
+/// (1 measures the router alone: every cloud token is one it chose); `progress(done, total)`
+/// after each question.
 pub fn evaluate(
     weights: &EdgeWeights,
     edge: &mut dyn EdgeModel,
     mut cloud: Option<&mut dyn Cloud>,
     rows: &[Row],
     specs: Vec<RunSpec>,
+    span: u32,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<RunResult>, EvalError> {
     let mut runs: Vec<RunState> = specs
@@ -152,7 +155,7 @@ pub fn evaluate(
         let messages = [("user".to_owned(), user)];
         let options = DecodeOptions {
             max_tokens: task::max_tokens(row),
-            span: 4,
+            span: span.max(1),
             ..DecodeOptions::default()
         };
         for k in 0..count {

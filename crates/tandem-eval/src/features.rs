@@ -36,6 +36,8 @@ pub struct Header {
     pub signals: Vec<String>,
     /// The data set the prompts came from.
     pub data: String,
+    /// The prompt format ([`crate::task::PROMPT_FORMAT`]) the answers were asked in.
+    pub prompt: String,
 }
 
 impl Header {
@@ -49,11 +51,15 @@ impl Header {
             hidden_size,
             signals: SIGNALS.iter().map(|s| (*s).to_owned()).collect(),
             data: data.to_owned(),
+            prompt: crate::task::PROMPT_FORMAT.to_owned(),
         }
     }
 
     fn describe(&self) -> String {
-        format!("edge {} / cloud {} on {}", self.edge, self.cloud, self.data)
+        format!(
+            "edge {} / cloud {} on {} ({} prompts)",
+            self.edge, self.cloud, self.data, self.prompt
+        )
     }
 
     fn record_bytes(&self) -> usize {

@@ -4,7 +4,10 @@
 
 use crate::data::{ChoiceRow, MathRow, Row};
 
-/// Reply length for multiple choice: the letter, perhaps restating the choice.
+/// Names the prompt format; features collected with another format are not mixed in.
+pub const PROMPT_FORMAT: &str = "letter-and-text/2";
+
+/// Reply length for multiple choice: the letter and the start of its choice.
 pub const CHOICE_MAX_TOKENS: u32 = 8;
 /// Reply length for math: room for a short worked solution.
 pub const MATH_MAX_TOKENS: u32 = 256;
@@ -25,7 +28,7 @@ fn choice_prompt(row: &ChoiceRow) -> String {
     for (label, choice) in row.choices.label.iter().zip(&row.choices.text) {
         text.push_str(&format!("{label}. {choice}\n"));
     }
-    text.push_str("\nAnswer with the letter of the correct choice.");
+    text.push_str("\nAnswer with the letter and the text of the correct choice.");
     text
 }
 
@@ -154,7 +157,7 @@ mod tests {
         let p = prompt(&Row::Choice(row()));
         assert!(p.starts_with("A revolving door"));
         assert!(p.contains("\nA. bank\nB. library\n"));
-        assert!(p.ends_with("Answer with the letter of the correct choice."));
+        assert!(p.ends_with("Answer with the letter and the text of the correct choice."));
     }
 
     #[test]
