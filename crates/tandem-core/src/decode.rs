@@ -259,15 +259,17 @@ impl Reply<'_, '_> {
         let request_ms = sent.elapsed().as_millis() as u64;
         self.timings.cloud_ms += request_ms;
         self.usage.cloud_requests += 1;
-        let mut record = CloudRecord {
-            sent: sent_text,
-            ms: request_ms,
-            ..CloudRecord::default()
-        };
         let reply = match result {
             Ok(reply) => reply,
             Err(error) => {
-                record.emit(sink);
+                sink.emit(Event::CloudRequest {
+                    sent: sent_text,
+                    ok: false,
+                    ms: request_ms,
+                    prompt_tokens: 0,
+                    completion_tokens: 0,
+                    cost_usd: 0.0,
+                });
                 self.cloud_failed(&error, sink);
                 return Ok(None);
             }
@@ -276,22 +278,28 @@ impl Reply<'_, '_> {
             Some(ids) => ids,
             None => self.edge.tokenize(&reply.text, false),
         };
-        record.prompt_tokens = reply.prompt_tokens.unwrap_or(prompt_len);
-        record.completion_tokens = reply.completion_tokens.unwrap_or(tokens.len() as u64);
-        record.cost_usd = self
+        let prompt_tokens = reply.prompt_tokens.unwrap_or(prompt_len);
+        let completion_tokens = reply.completion_tokens.unwrap_or(tokens.len() as u64);
+        let cost = self
             .budget
             .get()
             .prices
-            .cost(record.prompt_tokens, record.completion_tokens);
-        self.usage.cloud_prompt_tokens += record.prompt_tokens;
-        self.usage.cloud_completion_tokens += record.completion_tokens;
-        let cost = record.cost_usd;
+            .cost(prompt_tokens, completion_tokens);
+        self.usage.cloud_prompt_tokens += prompt_tokens;
+        self.usage.cloud_completion_tokens += completion_tokens;
         // The cloud's end of turn is kept apart: it is never decoded, it ends the reply.
         let end = tokens.iter().position(|&t| self.edge.is_end_of_turn(t));
         let ends_turn = end.is_some() || (reply.stopped && tokens.len() < max_tokens as usize);
         tokens.truncate(end.unwrap_or(tokens.len()));
-        record.ok = !tokens.is_empty() || ends_turn;
-        record.emit(sink);
+        // Cancellation is noticed at the next token; a request record is never the last word.
+        sink.emit(Event::CloudRequest {
+            sent: sent_text,
+            ok: !tokens.is_empty() || ends_turn,
+            ms: request_ms,
+            prompt_tokens,
+            completion_tokens,
+            cost_usd: cost,
+        });
         if tokens.is_empty() {
             self.controller.record(0, 0, cost);
             if ends_turn {
@@ -374,31 +382,6 @@ impl Reply<'_, '_> {
 
 /// The cloud ended the reply.
 struct Stopped;
-
-/// One cloud request as the user's privacy view shows it.
-#[derive(Default)]
-struct CloudRecord {
-    sent: String,
-    ok: bool,
-    ms: u64,
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    cost_usd: f64,
-}
-
-impl CloudRecord {
-    fn emit(self, sink: &mut dyn EventSink) {
-        // Cancellation is noticed at the next token; a request record is never the last word.
-        sink.emit(Event::CloudRequest {
-            sent: self.sent,
-            ok: self.ok,
-            ms: self.ms,
-            prompt_tokens: self.prompt_tokens,
-            completion_tokens: self.completion_tokens,
-            cost_usd: self.cost_usd,
-        });
-    }
-}
 
 #[cfg(test)]
 mod tests;

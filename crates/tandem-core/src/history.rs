@@ -100,6 +100,18 @@ fn shorten(text: &str, chars: usize) -> String {
 }
 
 impl Conversation {
+    /// An empty, untitled conversation.
+    pub fn new(id: String, now_ms: u64) -> Self {
+        Self {
+            id,
+            title: UNTITLED.to_owned(),
+            created_ms: now_ms,
+            updated_ms: now_ms,
+            local_only: false,
+            messages: Vec::new(),
+        }
+    }
+
     /// The `(role, content)` turns the engine answers.
     pub fn turns(&self) -> Vec<(String, String)> {
         self.messages
@@ -287,14 +299,8 @@ impl ConversationStore {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let now = now_ms();
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut conversation = Conversation {
-            id: format!("{now:x}-{:x}-{n:x}", std::process::id()),
-            title: UNTITLED.to_owned(),
-            created_ms: now,
-            updated_ms: now,
-            local_only: false,
-            messages: Vec::new(),
-        };
+        let id = format!("{now:x}-{:x}-{n:x}", std::process::id());
+        let mut conversation = Conversation::new(id, now);
         self.save(&mut conversation)?;
         Ok(conversation)
     }
@@ -483,14 +489,7 @@ mod tests {
 
     #[test]
     fn regenerate_drops_only_a_trailing_reply() {
-        let mut c = Conversation {
-            id: "1".into(),
-            title: UNTITLED.into(),
-            created_ms: 0,
-            updated_ms: 0,
-            local_only: false,
-            messages: Vec::new(),
-        };
+        let mut c = Conversation::new("1".into(), 0);
         assert!(!c.drop_last_reply(), "nothing to answer");
         c.push_user("hi");
         c.push_reply(ReplyMode::Routed, reply_events());
@@ -504,14 +503,7 @@ mod tests {
 
     #[test]
     fn markdown_export_lists_cloud_tokens_with_what_they_replaced() {
-        let mut c = Conversation {
-            id: "1".into(),
-            title: UNTITLED.into(),
-            created_ms: 0,
-            updated_ms: 0,
-            local_only: false,
-            messages: Vec::new(),
-        };
+        let mut c = Conversation::new("1".into(), 0);
         c.push_user("Sky?");
         c.push_reply(ReplyMode::Routed, reply_events());
         let md = c.to_markdown();

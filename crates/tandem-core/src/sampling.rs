@@ -50,7 +50,7 @@ impl Sampler {
     pub fn new(params: SamplingParams) -> Self {
         Self {
             params,
-            rng: SplitMix64(params.seed),
+            rng: SplitMix64::new(params.seed),
         }
     }
 
@@ -102,12 +102,20 @@ impl Sampler {
     }
 }
 
-/// A small, well-known generator; enough for sampling and reproducible across platforms.
+/// SplitMix64: a small, well-known generator whose stream is fixed by its seed forever
+/// (unlike a library RNG that may change between versions), so sampling and router training
+/// are reproducible across platforms and releases.
 #[derive(Debug, Clone)]
-struct SplitMix64(u64);
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
+    /// The generator for `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -115,7 +123,8 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
-    fn next_f64(&mut self) -> f64 {
+    /// Uniform in `[0, 1)`.
+    pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }

@@ -2,7 +2,7 @@
 //! reply. Fixed, so every router and budget is measured on exactly the same prompts; tuned
 //! (if ever) on `csqa:dev` rows 0–599 only.
 
-use crate::data::{ChoiceRow, MathRow, Row};
+use crate::data::{ChoiceRow, Row};
 
 /// Names the prompt format; features collected with another format are not mixed in.
 pub const PROMPT_FORMAT: &str = "letter-and-text/2";
@@ -124,19 +124,10 @@ pub fn math_answer(reply: &str) -> Option<f64> {
     }
 }
 
-/// A math row, for tests and callers that build their own.
-pub fn math_row(question: &str, answer: f64) -> Row {
-    Row::Math(MathRow {
-        id: "0".into(),
-        question: question.into(),
-        answer,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::Choices;
+    use crate::data::{Choices, MathRow};
 
     fn row() -> ChoiceRow {
         ChoiceRow {
@@ -190,6 +181,11 @@ mod tests {
         assert_eq!(math_answer("so she makes $1,207 a day"), Some(1207.0));
         assert_eq!(math_answer("Answer: -3.5 degrees"), Some(-3.5));
         assert_eq!(math_answer("no idea"), None);
-        assert!(is_correct(&math_row("?", 18.0), "Answer: 18"));
+        let row = Row::Math(MathRow {
+            id: "0".into(),
+            question: "?".into(),
+            answer: 18.0,
+        });
+        assert!(is_correct(&row, "Answer: 18"));
     }
 }

@@ -26,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tandem_core::router::ModelPair;
+use tandem_core::sampling::SplitMix64;
 
 /// The smallest standard deviation an input is divided by, as in the runtime: a constant
 /// input (a dead hidden unit) must not divide by zero.
@@ -217,37 +218,6 @@ pub struct TrainedRouter {
 }
 
 impl TrainedRouter {
-    /// The score the runtime router gives this position, in `[0, 1]`.
-    ///
-    /// Inputs are assembled as the runtime does, a hidden state of the wrong width included
-    /// (padded or cut), so eval numbers are the ones users get.
-    pub fn score(&self, hidden: &[f32], signals: [f32; 3]) -> f32 {
-        let mut x = input(
-            hidden,
-            signals,
-            self.uses_hidden,
-            self.normalisation.width(),
-        );
-        self.normalisation.apply(&mut x);
-        for (i, layer) in self.layers.iter().enumerate() {
-            let last = i + 1 == self.layers.len();
-            x = layer
-                .weight
-                .chunks_exact(layer.inputs)
-                .zip(&layer.bias)
-                .map(|(row, b)| {
-                    let z = row.iter().zip(&x).map(|(w, v)| w * v).sum::<f32>() + b;
-                    if last {
-                        1.0 / (1.0 + (-z).exp())
-                    } else {
-                        z.max(0.0)
-                    }
-                })
-                .collect();
-        }
-        x[0]
-    }
-
     /// Writes the router for `pair` to `path`; `data` names what it was trained on.
     pub fn save(&self, path: &Path, pair: &ModelPair, data: &str) -> Result<(), SaveError> {
         let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
@@ -722,26 +692,18 @@ fn auc(scores: &[f32], labels: &[bool]) -> Option<f32> {
     Some(((positive_rank_sum - p * (p + 1.0) / 2.0) / (p * negatives as f64)) as f32)
 }
 
-/// SplitMix64: a small generator whose stream is fixed by its seed forever, unlike a
-/// library RNG that may change between versions and silently change trained routers.
-struct SeededRng(u64);
+/// The trainer's randomness: core's [`SplitMix64`], whose stream is fixed by its seed, so a
+/// seed names one trained router forever.
+struct SeededRng(SplitMix64);
 
 impl SeededRng {
     fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        Self(SplitMix64::new(seed))
     }
 
     /// Uniform in `[0, 1)`.
     fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.next_f64()
     }
 
     /// Fisher–Yates.
@@ -846,6 +808,42 @@ mod tests {
         })
     }
 
+    /// The router as users get it: written to a file and loaded by the runtime.
+    fn saved(router: &TrainedRouter) -> MlpRouter {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("router.safetensors");
+        router.save(&path, &pair(), "synthetic").unwrap();
+        MlpRouter::load(&path, Some(&pair())).unwrap()
+    }
+
+    /// The runtime forward pass agrees with candle's: every threshold of the calibration
+    /// table is a held-out score candle computed, so the loaded router must score some
+    /// held-out position (the same split, drawn again from the seed) at that value.
+    fn assert_scores_match_training(loaded: &MlpRouter, set: &FeatureSet, options: &TrainOptions) {
+        let split = Split::by_example(
+            &set.records,
+            options.held_out_fraction,
+            &mut SeededRng::new(options.seed),
+        )
+        .unwrap();
+        let runtime: Vec<f32> = split
+            .held_out
+            .iter()
+            .map(|r| runtime_score(loaded, r))
+            .collect();
+        for share in CLOUD_SHARES {
+            let threshold = loaded.threshold_for_share(share);
+            let nearest = runtime
+                .iter()
+                .map(|s| (s - threshold).abs())
+                .fold(f32::INFINITY, f32::min);
+            assert!(
+                nearest < 1e-5,
+                "share {share}: threshold {threshold} is {nearest} away"
+            );
+        }
+    }
+
     fn metadata(path: &Path) -> HashMap<String, String> {
         let bytes = std::fs::read(path).unwrap();
         let (_, header) = SafeTensors::read_metadata(&bytes).unwrap();
@@ -888,13 +886,7 @@ mod tests {
 
         let loaded = MlpRouter::load(&path, Some(&pair())).unwrap();
         assert!(loaded.needs_hidden_state());
-        for r in &synthetic(20, 16, 3, mixed_label).records {
-            let (trained, runtime) = (
-                router.score(&r.hidden, r.signals),
-                runtime_score(&loaded, r),
-            );
-            assert!((trained - runtime).abs() < 1e-5, "{trained} vs {runtime}");
-        }
+        assert_scores_match_training(&loaded, &synthetic(50, 16, 1, mixed_label), &quick());
 
         let meta = metadata(&path);
         assert_eq!(meta["tandem.features"], "hidden+signals");
@@ -945,7 +937,8 @@ mod tests {
             use_hidden: false,
             ..quick()
         };
-        let (router, report) = train(&synthetic(50, 16, 6, entropy_label), &options).unwrap();
+        let set = synthetic(50, 16, 6, entropy_label);
+        let (router, report) = train(&set, &options).unwrap();
         assert!(report.held_out_auc.unwrap() > 0.95, "{report:?}");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("router.safetensors");
@@ -968,7 +961,7 @@ mod tests {
             hidden: Some(&[9.0; 16]),
         });
         assert_eq!(without, with);
-        assert!((without - router.score(&[], signals.features())).abs() < 1e-5);
+        assert_scores_match_training(&loaded, &set, &options);
     }
 
     #[test]
@@ -977,9 +970,10 @@ mod tests {
         let run = |seed| {
             let options = TrainOptions { seed, ..quick() };
             let (router, _) = train(&set, &options).unwrap();
+            let loaded = saved(&router);
             set.records
                 .iter()
-                .map(|r| router.score(&r.hidden, r.signals))
+                .map(|r| runtime_score(&loaded, r))
                 .collect::<Vec<f32>>()
         };
         assert_eq!(run(1), run(1));
