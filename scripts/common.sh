@@ -49,10 +49,33 @@ build_tandem() {
   echo "$CARGO_TARGET_DIR/$dir/tandem"
 }
 
+# Whether the Node.js on PATH is one Vite 7 runs on (20.19 or newer).
+node_is_recent() {
+  node -e 'const [a, b] = process.versions.node.split(".").map(Number);
+process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' 2>/dev/null
+}
+
 # Node.js and the UI's npm packages (node_modules in the checkout, npm's cache outside it).
+# Debian 12 ships Node 18: where the Node on PATH is older than Vite needs, the official
+# Node 22 build is fetched from the npm registry (package node-linux-<arch>) into the cache
+# and put first on PATH; the system's npm then runs on it.
 install_node_packages() {
   if ! command -v npm >/dev/null 2>&1; then
     install_system_packages nodejs npm
+  fi
+  if ! node_is_recent; then
+    local arch
+    case "$(uname -m)" in
+      x86_64) arch=x64 ;;
+      aarch64) arch=arm64 ;;
+      *) log "Node.js 20.19 or newer is needed; install it and rerun"; exit 1 ;;
+    esac
+    local node_dir="$TANDEM_CACHE/node22"
+    if [ ! -x "$node_dir/node_modules/node-linux-$arch/bin/node" ]; then
+      log "installing Node.js 22 into $node_dir (the system's $(node --version 2>/dev/null || echo Node) is too old for Vite)"
+      npm install --prefix "$node_dir" --no-save --no-audit --no-fund --loglevel=error "node-linux-$arch@22" >&2
+    fi
+    export PATH="$node_dir/node_modules/node-linux-$arch/bin:$PATH"
   fi
   if [ ! -d "$ROOT/node_modules" ] || [ "$ROOT/package-lock.json" -nt "$ROOT/node_modules/.package-lock.json" ]; then
     log "installing npm packages"
