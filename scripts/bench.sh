@@ -17,4 +17,6 @@ mkdir -p bench
 "$CARGO_TARGET_DIR/release/tandem-bench" \
   --edge "$("$TANDEM" models path qwen2.5-coder-0.5b)" \
   --cloud "$("$TANDEM" models path qwen2.5-coder-1.5b)" \
-  --llama-server "$LLAMA_SERVER" --out bench/RESULTS.md "$@"
+  --llama-server "$LLAMA_SERVER" \
+  --mlp models/routers/qwen2.5-coder-0.5b--qwen2.5-coder-1.5b.safetensors \
+  --out bench/RESULTS.md "$@"

@@ -4,7 +4,7 @@
 //! 1. Edge decode speed: Tandem's llama.cpp loop against llama.cpp's own `llama-server`
 //!    (same GGUF, same threads, same greedy tokens).
 //! 2. The routed loop with the cloud disabled (router scoring every token) against the
-//!    plain local loop.
+//!    plain local loop, with the entropy router and with the MLP router (hidden states on).
 //! 3. Cloud requests per cloud token with spans of 4 against spans of 1.
 //! 4. Prompt tokens `tandem serve` decodes per request with prefix reuse against without.
 
@@ -20,7 +20,7 @@ use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::{EdgeModel, Outputs};
 use tandem_core::event::{Event, Usage};
 use tandem_core::local::{EdgeWeights, LocalOptions};
-use tandem_core::router::{EntropyRouter, Router};
+use tandem_core::router::{EntropyRouter, MlpRouter, Router};
 use tandem_core::sampling::{Sampler, SamplingParams};
 
 /// Flags.
@@ -35,6 +35,9 @@ struct Args {
     /// llama-server binary.
     #[arg(long)]
     llama_server: PathBuf,
+    /// MLP router weights (the pair is not checked: only its speed is measured).
+    #[arg(long)]
+    mlp: PathBuf,
     /// Threads for the edge (and for llama-server in the speed comparison).
     #[arg(long, default_value_t = 2)]
     threads: u32,
@@ -82,16 +85,40 @@ fn main() -> Result<()> {
     ));
 
     eprintln!("2/4 routed loop with the cloud off vs plain local loop");
-    let (mut routed, mut plain) = (Vec::new(), Vec::new());
+    let mlp = MlpRouter::load(&args.mlp, None)?;
+    let with_hidden = LocalOptions {
+        hidden_state: true,
+        ..local
+    };
+    let (mut routed, mut routed_mlp, mut plain) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..args.rounds {
-        routed.push(routed_off_tps(&weights, &local, &prompt, args.tokens)?);
+        routed.push(routed_off_tps(
+            &weights,
+            &local,
+            &EntropyRouter,
+            &prompt,
+            args.tokens,
+        )?);
+        routed_mlp.push(routed_off_tps(
+            &weights,
+            &with_hidden,
+            &mlp,
+            &prompt,
+            args.tokens,
+        )?);
         plain.push(plain_decode_tps(&weights, &local, &prompt, args.tokens)?);
     }
     rows.push(Row::ratio(
-        "Decode tok/s: routed, cloud off ÷ local only",
+        "Decode tok/s: routed (entropy), cloud off ÷ local only",
         &routed,
         &plain,
         "≥ 0.98",
+    ));
+    rows.push(Row::ratio(
+        "Decode tok/s: routed (MLP, hidden states on), cloud off ÷ local only",
+        &routed_mlp,
+        &plain,
+        "≥ 0.95",
     ));
 
     eprintln!("   prefill with hidden states (handoff) vs without");
@@ -208,17 +235,17 @@ fn prefill_tps(weights: &EdgeWeights, local: &LocalOptions, prompt: &[i32]) -> R
     Ok(prompt.len() as f64 / started.elapsed().as_secs_f64())
 }
 
-/// The collaborative loop with a router scoring every token and the budget off.
+/// The collaborative loop with `router` scoring every token and the budget off.
 fn routed_off_tps(
     weights: &EdgeWeights,
     local: &LocalOptions,
+    router: &dyn Router,
     prompt: &[i32],
     tokens: u32,
 ) -> Result<f64> {
     let mut edge = weights.session(local)?;
     let live = LiveBudget::new(CloudBudget::off());
     let mut unused_cloud = CloudClient::new(CloudConfig::new("http://127.0.0.1:9/v1"))?;
-    let router: &dyn Router = &EntropyRouter;
     let collaboration = Collaboration {
         edge: &mut edge,
         cloud: Some(&mut unused_cloud as &mut dyn Cloud),

@@ -83,7 +83,11 @@ pub fn run(args: Args) -> Result<()> {
             progress.show(
                 p.done,
                 p.total,
-                &format!("{} positions, {:.0}% disagree", p.positions, share * 100.0),
+                &format!(
+                    "{} positions, {:.1}% decide the answer",
+                    p.positions,
+                    share * 100.0
+                ),
             )
         },
     )?;

@@ -112,10 +112,14 @@ pub enum RouteDecision {
 /// How fast the threshold follows the score quantile; small enough that one reply's first
 /// tokens do not swing it, large enough to adapt within a 100-token reply.
 const THRESHOLD_RATE: f32 = 0.05;
-/// How much each token of unspent credit (beyond the slack) lowers the threshold.
+/// How much each token of credit above [`CREDIT_RESERVE`] lowers the bar (and each token
+/// below it raises the bar).
 const CREDIT_PULL: f32 = 0.5;
-/// Unspent credit that does not yet lower the threshold.
-const CREDIT_SLACK: f32 = 0.5;
+/// Credit at which the bar is the threshold itself. Tuned on csqa:dev 0–599: with the bar
+/// lowered from half a token of credit, a 10% budget spent its credit on wording as fast as
+/// it came and had none left for the next answer's letter (36.7% accuracy against 46.7% at
+/// 5%, 30 questions).
+const CREDIT_RESERVE: f32 = 1.0;
 /// The threshold never reaches 0, so a router that scores 0 (edge-only) never routes.
 const MIN_THRESHOLD: f32 = 1e-3;
 
@@ -164,10 +168,12 @@ impl ReplyBudget {
     ) -> RouteDecision {
         let share = budget.max_share.clamp(0.0, 1.0);
         let credit = share * (self.generated + 1) as f32 - self.cloud_tokens as f32;
-        // Unspent credit lowers the bar, so a reply whose scores stay low still lands near
-        // its target share instead of ending under it.
-        let pull = CREDIT_PULL * (credit - CREDIT_SLACK).max(0.0);
-        let wanted = score >= (self.threshold - pull).max(MIN_THRESHOLD);
+        // Credit beyond one token lowers the bar, so a reply whose scores stay low still lands
+        // near its target share. Credit short of one token raises it: the last token in hand
+        // is kept for a position that clearly needs it (an answer's first token) instead of
+        // going to the first one that barely clears the quantile.
+        let bar = self.threshold - CREDIT_PULL * (credit - CREDIT_RESERVE);
+        let wanted = score >= bar.max(MIN_THRESHOLD);
         let above_quantile = f32::from(u8::from(self.wants_cloud(score)));
         self.threshold =
             (self.threshold + THRESHOLD_RATE * (above_quantile - share)).clamp(MIN_THRESHOLD, 1.0);
@@ -240,13 +246,15 @@ mod tests {
     }
 
     #[test]
-    fn target_share_is_reached_within_one_token_per_hundred() {
+    fn target_share_is_reached_within_two_tokens_per_hundred_and_never_passed_by_more_than_one() {
         for share in [0.05, 0.1, 0.15, 0.3] {
             for seed in 1..200 {
-                let cloud = run(&CloudBudget::share(share), &scores(100, seed), 1, 1);
+                let cloud = run(&CloudBudget::share(share), &scores(100, seed), 1, 1) as f32;
                 let target = share * 100.0;
+                // Under by up to the token of credit kept in reserve, over by at most the
+                // first token of the reply.
                 assert!(
-                    (cloud as f32 - target).abs() <= 1.0 + 1e-4,
+                    cloud <= target + 1.0 + 1e-4 && cloud >= target - 2.0 - 1e-4,
                     "share {share} seed {seed}: {cloud} cloud tokens"
                 );
             }
@@ -277,7 +285,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(routed_at.len(), 10);
+        assert!((9..=10).contains(&routed_at.len()), "{routed_at:?}");
         assert_eq!(routed_at[0], 0, "the first token may be routed");
         assert!(
             routed_at.iter().filter(|&&p| p >= 50).count() >= 4,

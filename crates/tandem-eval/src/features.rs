@@ -74,7 +74,8 @@ pub struct Record {
     pub example: u32,
     /// Position in the reply (0 = first reply token).
     pub position: u16,
-    /// `true` when the edge's top token differs from the cloud's: the cloud should take it.
+    /// `true` when the cloud should take this token: the edge's top token differs from the
+    /// cloud's and would change the answer read from the reply.
     pub label: bool,
     /// The edge model's top token.
     pub edge_token: i32,

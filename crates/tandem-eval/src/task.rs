@@ -5,10 +5,13 @@
 use crate::data::{ChoiceRow, Row};
 
 /// Names the prompt format; features collected with another format are not mixed in.
-pub const PROMPT_FORMAT: &str = "letter-and-text/2";
+pub const PROMPT_FORMAT: &str = "letter-text-because/3";
 
-/// Reply length for multiple choice: the letter and the start of its choice.
-pub const CHOICE_MAX_TOKENS: u32 = 8;
+/// Reply length for multiple choice: the letter, its choice and a short reason. A reply of
+/// some length is what makes a token share mean something: the letter is one token of ~24
+/// (tuned on csqa:dev 0–599: asked for "letter and text" only, replies were 3–8 tokens and a
+/// 5% share could not buy one letter in two).
+pub const CHOICE_MAX_TOKENS: u32 = 24;
 /// Reply length for math: room for a short worked solution.
 pub const MATH_MAX_TOKENS: u32 = 256;
 
@@ -28,7 +31,9 @@ fn choice_prompt(row: &ChoiceRow) -> String {
     for (label, choice) in row.choices.label.iter().zip(&row.choices.text) {
         text.push_str(&format!("{label}. {choice}\n"));
     }
-    text.push_str("\nAnswer with the letter and the text of the correct choice.");
+    text.push_str(
+        "\nReply in this form: \"<letter>. <choice text> - because <reason in one sentence>\".",
+    );
     text
 }
 
@@ -100,6 +105,17 @@ fn contains_words(haystack: &str, needle: &str) -> bool {
         })
 }
 
+/// Whether the answer read from a reply changes when the token after `before` is `edge`
+/// rather than `cloud`: R2R's "critical" tokens, judged on the reply so far instead of by
+/// continuing both. A different wording after the letter is not one; the letter is.
+pub fn decides(row: &Row, before: &str, cloud: &str, edge: &str) -> bool {
+    let (with_cloud, with_edge) = (format!("{before}{cloud}"), format!("{before}{edge}"));
+    match row {
+        Row::Choice(r) => choice_answer(r, &with_cloud) != choice_answer(r, &with_edge),
+        Row::Math(_) => math_answer(&with_cloud) != math_answer(&with_edge),
+    }
+}
+
 /// The number a math reply ends on: after "Answer:" if present, else its last number.
 pub fn math_answer(reply: &str) -> Option<f64> {
     let tail = reply
@@ -148,7 +164,7 @@ mod tests {
         let p = prompt(&Row::Choice(row()));
         assert!(p.starts_with("A revolving door"));
         assert!(p.contains("\nA. bank\nB. library\n"));
-        assert!(p.ends_with("Answer with the letter and the text of the correct choice."));
+        assert!(p.ends_with("- because <reason in one sentence>\"."));
     }
 
     #[test]
@@ -170,6 +186,28 @@ mod tests {
         }
         assert!(is_correct(&Row::Choice(r.clone()), "A. bank"));
         assert!(!is_correct(&Row::Choice(r), "B"));
+    }
+
+    #[test]
+    fn only_tokens_that_change_the_answer_decide() {
+        let choice = Row::Choice(row());
+        assert!(decides(&choice, "", "A", "B"), "the letter");
+        assert!(
+            decides(&choice, "", "A", "The"),
+            "a letter against none yet"
+        );
+        assert!(
+            !decides(&choice, "", "A", " A"),
+            "the same letter spelt otherwise"
+        );
+        assert!(!decides(&choice, "A. bank - because", " it", " banks"));
+        let math = Row::Math(MathRow {
+            id: "0".into(),
+            question: "?".into(),
+            answer: 18.0,
+        });
+        assert!(decides(&math, "9 * 2 = ", "18", "16"));
+        assert!(!decides(&math, "9 * 2 = 18", " so", " and"));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Training the MLP router from collected features.
 //!
 //! The router learns to predict, from what the edge model saw at a position (its final-norm
-//! hidden state and its confidence signals), whether the cloud would have chosen another
-//! token there. Everything random — the split, the initial weights, the batch order — comes
+//! hidden state and its confidence signals), whether the cloud should take the token there:
+//! the labels of [`crate::labels`], "the edge's token would change the answer". Everything random — the split, the initial weights, the batch order — comes
 //! from [`TrainOptions::seed`], so a run can be reproduced and two runs compared.
 //!
 //! Positions of one example share a prompt and a reply, so they are alike: the split keeps
@@ -10,7 +10,7 @@
 //! training positions and flatter the router. The held-out side picks the epoch to keep
 //! (early stopping), and its scores give the calibration table and the report's AUC.
 //!
-//! Disagreements are the minority, so positives weigh negatives/positives in the loss: an
+//! Positives are the minority (a few per cent), so they weigh negatives/positives in the loss: an
 //! unweighted router would learn to say "edge is fine" everywhere and score low throughout.
 //!
 //! [`TrainedRouter::save`] writes the layout [`tandem_core::router::MlpRouter`] reads.
@@ -104,11 +104,11 @@ pub enum TrainError {
     /// There is nothing to learn from.
     #[error("the feature set has no records: collect labels first")]
     Empty,
-    /// The edge never disagrees with the cloud in this set.
-    #[error("the feature set has no positive records (positions where the edge's token differs from the cloud's): there is nothing to learn to route")]
+    /// The edge's token never changes an answer in this set.
+    #[error("the feature set has no positive records (positions where the edge's token would change the answer): there is nothing to learn to route")]
     NoPositives,
-    /// The edge always disagrees with the cloud in this set.
-    #[error("the feature set has no negative records (positions where the edge agrees with the cloud): check the label collection")]
+    /// Every position is positive in this set.
+    #[error("the feature set has no negative records (positions where the edge's token is as good as the cloud's): check the label collection")]
     NoNegatives,
     /// A record does not fit its header.
     #[error("record {index} (example {example}, position {position}) has a hidden state of width {found}, but the header says {expected}")]
@@ -981,7 +981,7 @@ mod tests {
     }
 
     #[test]
-    fn a_set_without_disagreements_is_refused() {
+    fn a_set_without_positives_is_refused() {
         let set = synthetic(10, 4, 9, |_, _| false);
         let err = train(&set, &quick()).err().unwrap();
         assert!(matches!(err, TrainError::NoPositives), "{err}");

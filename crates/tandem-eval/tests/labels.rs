@@ -39,11 +39,16 @@ fn header(weights: &EdgeWeights, cloud: &str) -> Header {
 }
 
 #[test]
-fn labels_from_the_fake_cloud_mark_where_the_edge_disagrees_and_resume_without_asking_again() {
+fn labels_from_the_fake_cloud_mark_where_the_edge_would_change_the_answer_and_resume_without_asking_again(
+) {
     let Some(path) = model(SMOLLM2) else { return };
     let weights = EdgeWeights::load(&path, "smollm2").unwrap();
     let mut edge = weights.session(&options()).unwrap();
-    let fake = FakeCloud::start(Script::cycle(&[" ocean", " blue"])).unwrap();
+    // The cloud picks "C" (a wrong one) and words its reason as no small model would.
+    let fake = FakeCloud::start(Script::cycle(&[
+        " C", ".", " seven", " -", " because", " seven", " glows", " azure",
+    ]))
+    .unwrap();
     let mut cloud = CloudClient::new(CloudConfig::new(fake.base_url())).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let questions = rows(3);
@@ -78,14 +83,15 @@ fn labels_from_the_fake_cloud_mark_where_the_edge_disagrees_and_resume_without_a
     for r in &set.records {
         assert_eq!(r.hidden.len(), weights.hidden_size());
         assert!(r.hidden.iter().any(|&h| h != 0.0), "a real hidden state");
-        assert_eq!(r.label, r.edge_token != r.cloud_token);
+        assert!(!r.label || r.edge_token != r.cloud_token);
     }
-    // The fake answers " ocean blue ocean…", which SmolLM2 would not write first.
-    assert!(set
-        .records
-        .iter()
-        .filter(|r| r.position == 0)
-        .all(|r| r.label));
+    // SmolLM2 does not open with " C": its first token would give another answer (or none).
+    // After the letter the answer is settled, so the wording it would choose instead of
+    // " glows azure" is no reason to ask the cloud.
+    let (first, rest): (Vec<_>, Vec<_>) = set.records.iter().partition(|r| r.position == 0);
+    assert!(first.iter().all(|r| r.label));
+    assert!(rest.iter().any(|r| r.edge_token != r.cloud_token));
+    assert!(rest.iter().all(|r| !r.label));
 
     // Resuming skips what is surely complete: the last example written could have been torn
     // by a crash, so it is collected again with the third one; nothing is stored twice.
@@ -133,11 +139,18 @@ fn a_cloud_running_the_edge_model_itself_almost_never_disagrees() {
     let set = FeatureSet::read(dir.path()).unwrap();
     let positives = set.records.iter().filter(|r| r.label).count();
     assert!(set.records.len() >= 4, "{} positions", set.records.len());
-    // Same GGUF, greedy on both sides, token ids shared: the labels are (nearly) all "keep
-    // the edge token" — a label collector that disagreed here would be measuring itself.
+    let disagreements = set
+        .records
+        .iter()
+        .filter(|r| r.edge_token != r.cloud_token)
+        .count();
+    // Same GGUF, greedy on both sides, token ids shared: the edge (nearly) always agrees —
+    // a label collector that disagreed here would be measuring itself. Batched and single
+    // decodes round differently, which can tip one near tie between two letters.
     assert!(
-        positives * 10 <= set.records.len(),
-        "{positives} of {} positions disagree",
+        disagreements * 10 <= set.records.len(),
+        "{disagreements} of {} positions disagree",
         set.records.len()
     );
+    assert!(positives <= 1, "{positives} answers decided differently");
 }
