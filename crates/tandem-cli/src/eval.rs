@@ -1,5 +1,6 @@
 //! `tandem eval`: accuracy against cloud share for every router and budget, written as
-//! `results.json` and a chart, and kept as the app's "latest evaluation".
+//! `results.json` and a chart, and kept as the app's "latest evaluation"; every reply with
+//! its answer goes to `replies.jsonl`, to see which questions a router won or lost.
 
 use crate::pair::{PairArgs, Progress};
 use anyhow::{Context, Result};
@@ -32,7 +33,7 @@ pub struct Args {
     /// Tokens asked for per cloud request (1 measures the router alone).
     #[arg(long, default_value_t = 1)]
     span: u32,
-    /// Folder for results.json and chart.svg.
+    /// Folder for results.json, replies.jsonl (every reply and its answer) and chart.svg.
     #[arg(long)]
     out: PathBuf,
 }
@@ -72,7 +73,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut edge = pair.session()?;
     let progress = Progress::new("eval", 0);
-    let runs = eval::evaluate(
+    let evaluation = eval::evaluate(
         &pair.weights,
         &mut edge,
         Some(&mut cloud),
@@ -90,12 +91,17 @@ pub fn run(args: Args) -> Result<()> {
         data: data_name,
         edge: pair.edge_name.clone(),
         cloud: pair.ids.cloud.clone(),
-        runs,
+        runs: evaluation.runs,
     };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let json = serde_json::to_string_pretty(&results)? + "\n";
     std::fs::write(args.out.join("results.json"), &json)?;
+    let mut lines = String::new();
+    for reply in &evaluation.replies {
+        lines += &(serde_json::to_string(reply)? + "\n");
+    }
+    std::fs::write(args.out.join("replies.jsonl"), lines)?;
     chart::draw(&results, &args.out.join("chart.svg"))?;
     let latest = Paths::discover().latest_evaluation();
     std::fs::create_dir_all(&latest)?;
@@ -128,7 +134,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     eprintln!(
-        "[eval] results.json and chart.svg in {}",
+        "[eval] results.json, replies.jsonl and chart.svg in {}",
         args.out.display()
     );
     Ok(())

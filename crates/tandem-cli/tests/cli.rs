@@ -550,6 +550,26 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
             "{router} realised {share}"
         );
     }
+    // Every reply of every run, with the answer read from it: the cloud-only ones say "B".
+    let replies: Vec<serde_json::Value> = std::fs::read_to_string(out.join("replies.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), 10 * 4);
+    let cloud_only: Vec<_> = replies
+        .iter()
+        .filter(|r| r["router"] == "cloud-only")
+        .collect();
+    assert_eq!(cloud_only.len(), 10);
+    assert!(
+        cloud_only.iter().all(|r| r["answer"] == "B"),
+        "{cloud_only:?}"
+    );
+    assert_eq!(
+        cloud_only.iter().filter(|r| r["correct"] == true).count(),
+        3
+    );
     let svg = std::fs::read_to_string(out.join("chart.svg")).unwrap();
     assert!(svg.contains("entropy") && svg.contains("margin") && svg.contains("cloud-only"));
     // The app shows the latest evaluation.

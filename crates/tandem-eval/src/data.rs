@@ -54,6 +54,16 @@ pub enum Row {
     Math(MathRow),
 }
 
+impl Row {
+    /// The row's id in its data set.
+    pub fn id(&self) -> &str {
+        match self {
+            Row::Choice(r) => &r.id,
+            Row::Math(r) => &r.id,
+        }
+    }
+}
+
 /// A named split Tandem can fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Split {

@@ -91,6 +91,34 @@ pub struct Results {
     pub runs: Vec<RunResult>,
 }
 
+/// One reply of one run (a line of `replies.jsonl`): what each router changed, question by
+/// question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyRecord {
+    /// The question's id.
+    pub question: String,
+    /// Router name.
+    pub router: String,
+    /// Target cloud share.
+    pub budget: f32,
+    /// The reply as generated.
+    pub reply: String,
+    /// The answer read from it.
+    pub answer: Option<String>,
+    /// Whether that answer is right.
+    pub correct: bool,
+    /// Reply tokens from the cloud.
+    pub cloud_tokens: u32,
+}
+
+/// What [`evaluate`] measured.
+pub struct Evaluation {
+    /// One result per run, in the order of the specs.
+    pub runs: Vec<RunResult>,
+    /// Every reply, question by question.
+    pub replies: Vec<ReplyRecord>,
+}
+
 /// Why an evaluation stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
@@ -121,7 +149,7 @@ pub fn evaluate(
     specs: Vec<RunSpec>,
     span: u32,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Vec<RunResult>, EvalError> {
+) -> Result<Evaluation, EvalError> {
     let mut runs: Vec<RunState> = specs
         .into_iter()
         .map(|spec| {
@@ -149,6 +177,7 @@ pub fn evaluate(
         })
         .collect();
     let count = runs.len();
+    let mut replies = Vec::with_capacity(rows.len() * count);
     for (q, row) in rows.iter().enumerate() {
         let user = task::prompt(row);
         let prompt = edge.tokenize(&weights.chat_prompt(&[("user", &user)])?, true);
@@ -194,11 +223,21 @@ pub fn evaluate(
             r.cloud_prompt_tokens += usage.cloud_prompt_tokens;
             r.cloud_completion_tokens += usage.cloud_completion_tokens;
             r.cloud_failures += failures;
-            run.correct += usize::from(task::is_correct(row, &reply));
+            let correct = task::is_correct(row, &reply);
+            run.correct += usize::from(correct);
+            replies.push(ReplyRecord {
+                question: row.id().to_owned(),
+                router: run.spec.router.clone(),
+                budget: run.spec.budget,
+                answer: task::answer(row, &reply),
+                reply,
+                correct,
+                cloud_tokens: usage.cloud_tokens,
+            });
         }
         progress(q + 1, rows.len());
     }
-    Ok(runs
+    let runs = runs
         .into_iter()
         .map(|run| {
             let mut r = run.result;
@@ -206,7 +245,8 @@ pub fn evaluate(
             r.cloud_share = r.cloud_tokens as f64 / (r.edge_tokens + r.cloud_tokens).max(1) as f64;
             r
         })
-        .collect())
+        .collect();
+    Ok(Evaluation { runs, replies })
 }
 
 /// Share of the edge→cloud accuracy gap a run recovers (1 = as accurate as cloud-only).

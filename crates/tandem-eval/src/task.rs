@@ -109,10 +109,14 @@ fn contains_words(haystack: &str, needle: &str) -> bool {
 /// rather than `cloud`: R2R's "critical" tokens, judged on the reply so far instead of by
 /// continuing both. A different wording after the letter is not one; the letter is.
 pub fn decides(row: &Row, before: &str, cloud: &str, edge: &str) -> bool {
-    let (with_cloud, with_edge) = (format!("{before}{cloud}"), format!("{before}{edge}"));
+    answer(row, &format!("{before}{cloud}")) != answer(row, &format!("{before}{edge}"))
+}
+
+/// The answer read from `reply`: a choice's label, or a number.
+pub fn answer(row: &Row, reply: &str) -> Option<String> {
     match row {
-        Row::Choice(r) => choice_answer(r, &with_cloud) != choice_answer(r, &with_edge),
-        Row::Math(_) => math_answer(&with_cloud) != math_answer(&with_edge),
+        Row::Choice(r) => choice_answer(r, reply).map(str::to_owned),
+        Row::Math(_) => math_answer(reply).map(|n| n.to_string()),
     }
 }
 
