@@ -9,12 +9,12 @@ install_system_packages
 # (llama-cpp-2 maps target-cpu=native to GGML_NATIVE; without it ggml gets baseline x86-64).
 export RUSTFLAGS="${RUSTFLAGS:--C target-cpu=native}"
 cd "$ROOT"
-TANDEM="$(build_tandem release)"
+BIN="$(build_packages release tandem-cli tandem-bench)"
+TANDEM="$BIN/tandem"
 "$TANDEM" models pull qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 LLAMA_SERVER="$(bash scripts/build-llama-server.sh)"
-cargo build --release -p tandem-bench >&2
 mkdir -p bench
-"$CARGO_TARGET_DIR/release/tandem-bench" \
+"$BIN/tandem-bench" \
   --edge "$("$TANDEM" models path qwen2.5-coder-0.5b)" \
   --cloud "$("$TANDEM" models path qwen2.5-coder-1.5b)" \
   --llama-server "$LLAMA_SERVER" \

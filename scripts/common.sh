@@ -7,6 +7,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export TANDEM_CACHE="${TANDEM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tandem}"
 # Builds live outside the checkout so a fresh clone reuses them and `git clean` keeps them.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$TANDEM_CACHE/target}"
+# llama.cpp's C/C++ (built by llama-cpp-sys-2 through CMake, and llama-server) goes through
+# ccache: a rebuild of the same sources with the same flags (another feature set of a build
+# dependency, a fresh clone, a wiped target folder) costs seconds instead of minutes.
+export CMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER:-ccache}"
+export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}"
+export CCACHE_DIR="${CCACHE_DIR:-$TANDEM_CACHE/ccache}"
+# Build folders differ per cargo hash; the object files do not.
+export CCACHE_NOHASHDIR=1
 
 log() { printf '\033[1m[tandem]\033[0m %s\n' "$*" >&2; }
 
@@ -39,14 +47,19 @@ install_system_packages() {
   fi
 }
 
-# Builds the tandem binary in the given profile ("release" or "dev") and prints its path.
-build_tandem() {
+# Builds the given packages in one cargo invocation (one feature resolution, so shared
+# build dependencies such as bindgen and llama-cpp-sys-2 compile once) and prints the
+# folder the binaries land in. PROFILE is "release" or "dev".
+build_packages() {
   local profile="$1"
-  log "building tandem ($profile)"
-  (cd "$ROOT" && cargo build --profile "$profile" -p tandem-cli >&2)
+  shift
+  local args=()
+  for p in "$@"; do args+=(-p "$p"); done
+  log "building $* ($profile)"
+  (cd "$ROOT" && cargo build --profile "$profile" "${args[@]}" >&2)
   local dir="$profile"
   [ "$profile" = dev ] && dir=debug
-  echo "$CARGO_TARGET_DIR/$dir/tandem"
+  echo "$CARGO_TARGET_DIR/$dir"
 }
 
 # Whether the Node.js on PATH is one Vite 7 runs on (20.19 or newer).
@@ -87,15 +100,4 @@ install_node_packages() {
 build_ui() {
   log "building the UI"
   (cd "$ROOT" && npm run --silent build >&2)
-}
-
-# Builds the desktop app in the given profile ("release" or "dev") and prints its path.
-build_app() {
-  local profile="$1"
-  build_ui
-  log "building the desktop app ($profile)"
-  (cd "$ROOT" && cargo build --profile "$profile" -p tandem-app >&2)
-  local dir="$profile"
-  [ "$profile" = dev ] && dir=debug
-  echo "$CARGO_TARGET_DIR/$dir/tandem-app"
 }

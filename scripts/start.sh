@@ -10,7 +10,14 @@ install_node_packages
 # Built here, for this machine: llama.cpp then uses every SIMD extension the CPU has
 # (llama-cpp-2 maps target-cpu=native to GGML_NATIVE; without it ggml gets baseline x86-64).
 export RUSTFLAGS="${RUSTFLAGS:--C target-cpu=native}"
-TANDEM="$(build_tandem release)"
+if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  BIN="$(build_packages release tandem-cli)"
+else
+  # The app embeds the built UI; CLI and app build in one go so llama.cpp compiles once.
+  build_ui
+  BIN="$(build_packages release tandem-cli tandem-app)"
+fi
+TANDEM="$BIN/tandem"
 "$TANDEM" models pull qwen2.5-coder-0.5b
 if [ -z "${TANDEM_CLOUD_URL:-}" ]; then
   "$TANDEM" models pull qwen2.5-coder-1.5b
@@ -21,5 +28,4 @@ if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   exec "$TANDEM" chat ${TANDEM_CLOUD_URL:+--cloud "$TANDEM_CLOUD_URL"} "$@"
 fi
 # The app's cloud is set in its Settings (TANDEM_CLOUD_URL is for the terminal chat).
-APP="$(build_app release)"
-exec "$APP" "$@"
+exec "$BIN/tandem-app" "$@"

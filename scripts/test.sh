@@ -15,11 +15,16 @@ cd "$ROOT"
 # The desktop app embeds the built UI, so it is built before anything compiles the app.
 build_ui
 
+# One build for everything below: the whole workspace with its tests, so clippy, cargo test
+# and the window test resolve the same features and llama.cpp compiles once.
+log "cargo build --workspace --all-targets"
+cargo build --workspace --all-targets
+BIN="$CARGO_TARGET_DIR/debug"
+
 # Test models live in their own data folder so tests never touch a user's files.
 export TANDEM_HOME="$TANDEM_CACHE/test-home"
 log "pulling test models"
-TANDEM="$(build_tandem dev)"
-"$TANDEM" models pull tiny smollm2-135m
+"$BIN/tandem" models pull tiny smollm2-135m
 export TANDEM_TEST_MODELS="$TANDEM_HOME/data/models"
 
 log "building llama-server (cached after the first run)"
@@ -55,11 +60,10 @@ log "UI: typecheck, unit tests, browser tests (Chromium)"
 npm test 2>&1 | tee -a "$results"
 
 log "the app in a real window (Xvfb, tauri-driver, WebKitWebDriver)"
-cargo build -p tandem-app -p tandem-fake-cloud
 TOOLS="$TANDEM_CACHE/tools"
 [ -x "$TOOLS/bin/tauri-driver" ] || cargo install tauri-driver --version 2.1.0 --locked --root "$TOOLS"
 export PATH="$TOOLS/bin:$PATH"
-export TANDEM_APP="$CARGO_TARGET_DIR/debug/tandem-app" TANDEM_FAKE_CLOUD="$CARGO_TARGET_DIR/debug/tandem-fake-cloud"
+export TANDEM_APP="$BIN/tandem-app" TANDEM_FAKE_CLOUD="$BIN/tandem-fake-cloud"
 export TANDEM_SCREENSHOT="$TANDEM_CACHE/window-test.png"
 xvfb-run -a -s "-screen 0 1280x900x24" node tests/window/run.mjs 2>&1 | tee -a "$results"
 log "window screenshot: $TANDEM_SCREENSHOT"
