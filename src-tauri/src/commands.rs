@@ -127,7 +127,7 @@ pub fn reply_regenerate(state: AppState<'_>, id: String, on_event: Channel<Event
 /// Stops the reply being written.
 #[tauri::command(async)]
 pub fn reply_stop(state: AppState<'_>) -> Result<()> {
-    replies::stop(&state);
+    state.stop_reply();
     Ok(())
 }
 

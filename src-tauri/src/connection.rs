@@ -3,9 +3,8 @@
 
 use crate::state::Shared;
 use crate::views::{CloudSettingsView, TestResult};
-use std::time::Duration;
-use tandem_core::cloud::{CloudClient, CloudConfig, CloudError};
-use tandem_core::secrets;
+use tandem_core::cloud::{CloudClient, CloudConfig, CloudErrorKind};
+use tandem_core::config::CloudSettings;
 
 /// Tests `cloud` as the settings dialog has it (not yet saved).
 pub fn test(shared: &Shared, cloud: CloudSettingsView) -> TestResult {
@@ -23,11 +22,13 @@ pub fn test(shared: &Shared, cloud: CloudSettingsView) -> TestResult {
         },
         url => url.to_owned(),
     };
-    let mut config = CloudConfig::new(url.clone());
-    config.model = cloud.model.filter(|m| !m.trim().is_empty());
-    config.mode = cloud.mode;
-    config.api_key = secrets::api_key().key.map(|(key, _)| key);
-    config.request_timeout = Duration::from_secs(10);
+    let settings = CloudSettings {
+        model: cloud.model.filter(|m| !m.trim().is_empty()),
+        mode: cloud.mode,
+        timeout_secs: 10.0,
+        ..CloudSettings::default()
+    };
+    let (mut config, _) = CloudConfig::from_settings(&url, &settings);
     config.max_retries = 0;
     let checked = CloudClient::new(config).and_then(|client| client.check());
     match checked {
@@ -38,11 +39,11 @@ pub fn test(shared: &Shared, cloud: CloudSettingsView) -> TestResult {
             models,
         },
         Err(e) => {
-            let kind = match e {
-                CloudError::Unauthorized { .. } => "wrong_key",
-                CloudError::Unreachable { .. } | CloudError::Timeout { .. } => "unreachable",
-                CloudError::NotFound { .. } => "model_not_found",
-                _ => "error",
+            let kind = match e.kind() {
+                CloudErrorKind::WrongKey => "wrong_key",
+                CloudErrorKind::Unreachable => "unreachable",
+                CloudErrorKind::ModelNotFound => "model_not_found",
+                CloudErrorKind::Other => "error",
             };
             result(false, kind, &e.to_string())
         }

@@ -8,20 +8,24 @@ use crate::error::{AppError, ErrorKind};
 use crate::views::CloudInfo;
 use std::sync::{Arc, Mutex};
 use tandem_core::config::Config;
+use tandem_core::engine_thread::EngineThread;
 use tandem_core::paths::Paths;
-use tandem_core::worker::EngineWorker;
-use tandem_serve::stand_in;
-use tandem_serve::Running;
+use tandem_serve::startup::{self, Started};
 
 /// A loaded engine and the stand-in it may talk to.
 pub struct Loaded {
-    /// The engine thread. Declared first: it stops before the stand-in it calls.
-    pub worker: EngineWorker,
+    started: Started<EngineThread>,
     /// What the header shows about the cloud.
     pub cloud: CloudInfo,
     /// Start-up notices (a stand-in that could not start, a router fallback…).
     pub notices: Vec<String>,
-    _stand_in: Option<Running>,
+}
+
+impl Loaded {
+    /// The engine thread replies are asked of.
+    pub fn engine(&self) -> &EngineThread {
+        &self.started.engine
+    }
 }
 
 /// Where the engine is.
@@ -38,11 +42,11 @@ pub enum EngineSlot {
 /// The engine slot, and a generation counter so a slow, outdated load never replaces a
 /// newer one.
 #[derive(Default)]
-pub struct EngineHost {
+pub struct EngineLoader {
     slot: Mutex<(u64, Option<EngineSlot>)>,
 }
 
-impl EngineHost {
+impl EngineLoader {
     /// The slot as it is now.
     pub fn slot(&self) -> EngineSlot {
         let guard = self.slot.lock().unwrap_or_else(|e| e.into_inner());
@@ -94,18 +98,15 @@ impl EngineHost {
     }
 }
 
-fn load(mut config: Config, paths: &Paths) -> Result<Loaded, AppError> {
-    // A wrong edge model is reported before the stand-in spends seconds loading.
-    tandem_core::models::resolve(&config.edge, &paths.models())?;
-    let (stand_in, notice) = stand_in::attach(&mut config, paths);
-    let mut notices: Vec<String> = notice.into_iter().collect();
-    let cloud = CloudInfo::new(&config, stand_in.is_some());
-    let worker = EngineWorker::spawn(config, paths.clone())?;
-    notices.extend_from_slice(worker.notices());
+fn load(config: Config, paths: &Paths) -> Result<Loaded, AppError> {
+    let started = startup::start(config, paths, |config, paths| {
+        EngineThread::spawn(config.clone(), paths.clone())
+    })?;
+    let cloud = CloudInfo::new(&started.config, started.serves_stand_in());
+    let notices = [started.notices.as_slice(), started.engine.notices()].concat();
     Ok(Loaded {
-        worker,
+        started,
         cloud,
         notices,
-        _stand_in: stand_in,
     })
 }

@@ -4,7 +4,7 @@
 //! missing model reads the same wherever it surfaces.
 
 use serde::Serialize;
-use tandem_core::cloud::CloudError;
+use tandem_core::cloud::{CloudError, CloudErrorKind};
 use tandem_core::engine::OpenError;
 use tandem_core::history::HistoryError;
 use tandem_core::local::LoadError;
@@ -91,17 +91,20 @@ impl From<OpenError> for AppError {
     }
 }
 
+impl From<CloudErrorKind> for ErrorKind {
+    fn from(kind: CloudErrorKind) -> Self {
+        match kind {
+            CloudErrorKind::Unreachable => ErrorKind::CloudUnreachable,
+            CloudErrorKind::WrongKey => ErrorKind::CloudWrongKey,
+            CloudErrorKind::ModelNotFound => ErrorKind::CloudModelNotFound,
+            CloudErrorKind::Other => ErrorKind::CloudError,
+        }
+    }
+}
+
 impl From<CloudError> for AppError {
     fn from(e: CloudError) -> Self {
-        let kind = match &e {
-            CloudError::Unreachable { .. } | CloudError::Timeout { .. } => {
-                ErrorKind::CloudUnreachable
-            }
-            CloudError::Unauthorized { .. } => ErrorKind::CloudWrongKey,
-            CloudError::NotFound { .. } => ErrorKind::CloudModelNotFound,
-            _ => ErrorKind::CloudError,
-        };
-        AppError::new(kind, e.to_string())
+        AppError::new(e.kind().into(), e.to_string())
     }
 }
 

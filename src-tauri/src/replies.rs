@@ -9,9 +9,10 @@ use crate::error::{AppError, ErrorKind};
 use crate::state::Shared;
 use std::sync::Arc;
 use tandem_core::engine::ReplyMode;
+use tandem_core::engine_thread::ReplyHandle;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, Usage};
 use tandem_core::history::HistoryError;
-use tandem_core::worker::ReplyHandle;
+use tandem_core::message::Message;
 
 /// What to answer.
 pub enum Ask<'a> {
@@ -47,11 +48,7 @@ pub fn start(
             }
         }
     }
-    let mode = if conversation.local_only {
-        ReplyMode::Edge
-    } else {
-        ReplyMode::Routed
-    };
+    let mode = conversation.reply_mode();
     let handle = begin(shared, conversation.turns(), mode)?;
     let early_failure = shared.store.save(&mut conversation).err();
     let store = shared.store.clone();
@@ -82,29 +79,13 @@ pub fn compare(
             "the message is empty",
         ));
     }
-    let handle = begin(shared, vec![("user".to_owned(), text.to_owned())], mode)?;
+    let handle = begin(shared, vec![Message::user(text)], mode)?;
     stream(shared, handle, None, forward, |_| Ok(()));
     Ok(())
 }
 
-/// Stops the running reply, if any.
-pub fn stop(shared: &Shared) {
-    if let Some(stopper) = shared
-        .current_reply
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-    {
-        stopper.stop();
-    }
-}
-
 /// Queues a reply unless one is running.
-fn begin(
-    shared: &Shared,
-    turns: Vec<(String, String)>,
-    mode: ReplyMode,
-) -> Result<ReplyHandle, AppError> {
+fn begin(shared: &Shared, turns: Vec<Message>, mode: ReplyMode) -> Result<ReplyHandle, AppError> {
     let loaded = shared.engine.ready()?;
     let mut current = shared
         .current_reply
@@ -117,7 +98,7 @@ fn begin(
         ));
     }
     let handle = loaded
-        .worker
+        .engine()
         .reply(turns, mode)
         .map_err(|e| AppError::new(ErrorKind::EngineUnavailable, e.to_string()))?;
     *current = Some(handle.stopper());

@@ -1,16 +1,16 @@
 //! What the app holds while it runs: folders, settings, conversations, the engine and the
 //! reply in progress. Commands reach it as Tauri state.
 
-use crate::engine::{EngineHost, EngineSlot};
+use crate::engine::{EngineLoader, EngineSlot};
 use crate::error::{AppError, ErrorKind};
 use crate::views::{AppStatus, CloudInfo, EngineState, KeyStatus, Meter};
 use std::sync::{Arc, Mutex};
 use tandem_core::budget::CloudBudget;
 use tandem_core::config::Config;
+use tandem_core::engine_thread::ReplyStopper;
 use tandem_core::history::ConversationStore;
 use tandem_core::paths::Paths;
 use tandem_core::spend::SpendLedger;
-use tandem_core::worker::ReplyStopper;
 
 /// The app's state.
 pub struct Shared {
@@ -21,7 +21,7 @@ pub struct Shared {
     /// The settings as saved in `config.toml`.
     pub config: Mutex<Config>,
     /// The engine.
-    pub engine: Arc<EngineHost>,
+    pub engine: Arc<EngineLoader>,
     /// The reply being written, if any.
     pub current_reply: Mutex<Option<ReplyStopper>>,
 }
@@ -43,7 +43,7 @@ impl Shared {
         let shared = Arc::new(Shared {
             store: ConversationStore::new(&paths.data),
             config: Mutex::new(config.clone()),
-            engine: Arc::new(EngineHost::default()),
+            engine: Arc::new(EngineLoader::default()),
             current_reply: Mutex::new(None),
             paths,
         });
@@ -72,8 +72,16 @@ impl Shared {
 
     /// Reloads the engine with the current settings (after a settings or key change).
     pub fn restart_engine(&self) {
-        crate::replies::stop(self);
+        self.stop_reply();
         self.engine.start(self.config(), self.paths.clone());
+    }
+
+    /// Stops the running reply, if any.
+    pub fn stop_reply(&self) {
+        let current = self.current_reply.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stopper) = current.as_ref() {
+            stopper.stop();
+        }
     }
 
     /// Today's use.
@@ -86,18 +94,11 @@ impl Shared {
 
     /// Sets the budget: saved, and live for the running engine from its next token.
     pub fn set_budget(&self, budget: CloudBudget) -> Result<CloudBudget, AppError> {
-        let valid = (0.0..=1.0).contains(&budget.max_share)
-            && budget.daily_spend_cap_usd.is_none_or(|c| c >= 0.0)
-            && budget.prices.input_per_mtok >= 0.0
-            && budget.prices.output_per_mtok >= 0.0;
-        if !valid {
-            return Err(AppError::new(
-                ErrorKind::InvalidInput,
-                "the share must be between 0 and 1, and prices and the cap not negative",
-            ));
-        }
+        budget
+            .validate()
+            .map_err(|e| AppError::new(ErrorKind::InvalidInput, e.to_string()))?;
         if let Ok(loaded) = self.engine.ready() {
-            loaded.worker.budget().set(budget);
+            loaded.engine().budget().set(budget);
         }
         self.update_config(|c| c.budget = budget)?;
         Ok(budget)

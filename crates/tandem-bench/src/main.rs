@@ -20,6 +20,7 @@ use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::{EdgeModel, Outputs};
 use tandem_core::event::{Event, Usage};
 use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_core::message::Message;
 use tandem_core::router::{EntropyRouter, MlpRouter, Router};
 use tandem_core::sampling::{Sampler, SamplingParams};
 
@@ -70,7 +71,7 @@ fn main() -> Result<()> {
 
     eprintln!("1/4 edge decode: tandem vs llama-server");
     let server = llama_server::LlamaServer::start(&args.llama_server, &args.edge, args.threads)?;
-    let prompt = weights.tokenize(&weights.chat_prompt(&[("user", PROMPTS[0])])?, true);
+    let prompt = weights.tokenize(&weights.chat_prompt(&[Message::user(PROMPTS[0])])?, true);
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..args.rounds {
         ours.push(plain_decode_tps(&weights, &local, &prompt, args.tokens)?);
@@ -283,7 +284,7 @@ fn routed_reply(
     tokens: u32,
 ) -> Result<Usage> {
     let mut edge = weights.session(local)?;
-    let prompt = edge.tokenize(&weights.chat_prompt(&[("user", text)])?, true);
+    let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user(text)])?, true);
     let mut cloud = CloudClient::new(CloudConfig::new(cloud_url))?;
     let live = LiveBudget::new(CloudBudget::share(0.25));
     let collaboration = Collaboration {

@@ -7,7 +7,7 @@ use crate::settings::Overrides;
 use crate::view::TerminalView;
 use anyhow::Result;
 use std::io::{BufRead, Write};
-use tandem_core::budget::CloudBudget;
+use tandem_core::budget::{parse_share, CloudBudget};
 use tandem_core::event::Event;
 
 /// Flags of `tandem chat`.
@@ -75,29 +75,13 @@ fn parse_budget(value: &str, current: CloudBudget) -> Result<CloudBudget, String
             ..current
         });
     }
-    let share: f32 = value
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| format!("'{value}' is not a share: try /budget 0.15 or /budget off"))?;
-    let share = if value.ends_with('%') {
-        share / 100.0
-    } else {
-        share
-    };
-    if !(0.0..=1.0).contains(&share) {
-        return Err(format!(
-            "a share is between 0 and 1 (or 0% and 100%), not {value}"
-        ));
-    }
-    Ok(CloudBudget {
-        enabled: share > 0.0,
-        max_share: share,
-        ..current
-    })
+    parse_share(value)
+        .and_then(|share| current.with_share(share))
+        .map_err(|e| format!("{e}: try /budget 0.15, /budget 20% or /budget off"))
 }
 
 fn describe(budget: &CloudBudget) -> String {
-    if budget.enabled {
+    if budget.allows_cloud() {
         format!("up to {:.0}% of each reply", budget.max_share * 100.0)
     } else {
         "off (fully local)".into()

@@ -5,9 +5,11 @@
 use crate::pair::{PairArgs, Progress};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
+use tandem_core::budget::Prices;
+use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::router::{self, MlpRouter, Router, RouterKind};
-use tandem_eval::eval::{self, Results, RunSpec};
+use tandem_eval::eval::{self, BudgetScope, Results, RunSpec, Setup};
 use tandem_eval::{chart, data};
 
 /// Flags.
@@ -15,24 +17,42 @@ use tandem_eval::{chart, data};
 pub struct Args {
     #[command(flatten)]
     pair: PairArgs,
-    /// Questions: a split name (see `tandem data pull`) or a JSONL file of multiple-choice rows.
+    /// Questions: a split name (see `tandem data pull`) or a JSONL file of multiple-choice
+    /// rows (`{"id","question","choices":{"label","text"},"answerKey"}`) or math rows
+    /// (`{"id","question","answer"}`).
     #[arg(long, default_value = "csqa:dev")]
     data: String,
     /// Use only the first N questions.
     #[arg(long)]
     limit: Option<usize>,
-    /// Routers to compare (edge-only and cloud-only are budgets 0 and 1).
-    #[arg(long, value_delimiter = ',', default_value = "entropy,margin,mlp")]
-    router: Vec<RouterKind>,
+    /// Routers to compare at every budget between 0 and 1 (edge-only and cloud-only are
+    /// budgets 0 and 1); `default` is the app's default router, recorded under that name.
+    /// The baselines first-token and random run at every budget whatever is listed.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "default,entropy,margin,mlp"
+    )]
+    router: Vec<RouterChoice>,
     /// Weights file of the MLP router (default: the one shipped for the default pair).
     #[arg(long)]
     router_path: Option<PathBuf>,
     /// Cloud shares to run each router at.
-    #[arg(long, value_delimiter = ',', default_value = "0,0.05,0.1,0.2,0.3,1")]
+    #[arg(long, value_delimiter = ',', default_value = "0,0.05,0.1,0.2,0.3,1", value_parser = crate::settings::share)]
     budgets: Vec<f32>,
-    /// Tokens asked for per cloud request (1 measures the router alone).
-    #[arg(long, default_value_t = 1)]
+    /// Tokens asked for per cloud request (default: the app's; 1 measures the router alone).
+    #[arg(long, default_value_t = Config::default().cloud.span)]
     span: u32,
+    /// How long a budget controller lives: `reply` (what the app does) or `run` (one
+    /// controller across all questions of a run; not what the app does).
+    #[arg(long, default_value = "reply", value_parser = scope)]
+    budget_scope: BudgetScope,
+    /// Price of a million prompt tokens, for the cost column (relative to cloud-only).
+    #[arg(long, default_value_t = 0.2)]
+    price_input: f64,
+    /// Price of a million completion tokens.
+    #[arg(long, default_value_t = 0.6)]
+    price_output: f64,
     /// Folder for results.json, replies.jsonl (every reply and its answer) and chart.svg.
     #[arg(long)]
     out: PathBuf,
@@ -43,8 +63,11 @@ pub fn run(args: Args) -> Result<()> {
     let mut rows = data::load(&args.data, &crate::data::dir())?;
     rows.truncate(args.limit.unwrap_or(rows.len()));
     anyhow::ensure!(!rows.is_empty(), "no questions in {}", args.data);
-    let wants_mlp = args.router.contains(&RouterKind::Mlp);
-    let (pair, mut cloud) = args.pair.open(wants_mlp)?;
+    let default_kind = Config::default().router.kind;
+    let kinds: Vec<RouterKind> = args.router.iter().map(|c| c.kind(default_kind)).collect();
+    let wants_mlp = kinds.contains(&RouterKind::Mlp);
+    let (started, mut cloud) = args.pair.open(wants_mlp)?;
+    let pair = &started.engine;
     let mlp = match (wants_mlp, &args.router_path) {
         (false, _) => None,
         (true, Some(path)) => Some(MlpRouter::load(path, Some(&pair.ids))?),
@@ -55,22 +78,40 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut specs = Vec::new();
     for &budget in &args.budgets {
-        anyhow::ensure!(
-            (0.0..=1.0).contains(&budget),
-            "budgets are shares between 0 and 1, got {budget}"
-        );
         if budget <= 0.0 || budget >= 1.0 {
             specs.push(RunSpec::new(Box::new(router::FixedRouter(0.0)), budget));
             continue;
         }
-        for kind in &args.router {
-            let scorer: Box<dyn Router> = match kind {
+        let baselines = [RouterKind::FirstToken, RouterKind::Random].map(RouterChoice::Kind);
+        let mut choices: Vec<RouterChoice> = Vec::new();
+        for choice in baselines.iter().chain(&args.router) {
+            // `default` stands for its router: the same run twice would only cost time.
+            let stands_for_it = args.router.contains(&RouterChoice::Default)
+                && *choice == RouterChoice::Kind(default_kind);
+            if !choices.contains(choice) && !stands_for_it {
+                choices.push(*choice);
+            }
+        }
+        for choice in &choices {
+            let scorer: Box<dyn Router> = match choice.kind(default_kind) {
                 RouterKind::Mlp => Box::new(mlp.clone().expect("loaded above")),
-                other => router::build(*other, None, &pair.ids).0,
+                other => router::build(other, None, &pair.ids).0,
             };
-            specs.push(RunSpec::new(scorer, budget));
+            let spec = RunSpec::new(scorer, budget);
+            specs.push(match choice {
+                RouterChoice::Default => spec.named("default"),
+                RouterChoice::Kind(_) => spec,
+            });
         }
     }
+    let setup = Setup {
+        span: args.span.max(1),
+        scope: args.budget_scope,
+        prices: Prices {
+            input_per_mtok: args.price_input,
+            output_per_mtok: args.price_output,
+        },
+    };
     let mut edge = pair.session()?;
     let progress = Progress::new("eval", 0);
     let evaluation = eval::evaluate(
@@ -79,7 +120,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(&mut cloud),
         &rows,
         specs,
-        args.span,
+        setup,
         &mut |done, total| progress.show(done, total, ""),
     )?;
     progress.finish();
@@ -89,6 +130,9 @@ pub fn run(args: Args) -> Result<()> {
     };
     let results = Results {
         data: data_name,
+        budget_scope: setup.scope,
+        span: setup.span,
+        prices: setup.prices,
         edge: pair.edge_name.clone(),
         cloud: pair.ids.cloud.clone(),
         runs: evaluation.runs,
@@ -116,20 +160,38 @@ pub fn run(args: Args) -> Result<()> {
         _ => "     -".to_owned(),
     };
     println!(
-        "{:<11} {:>6} {:>5} {:>8} {:>7} {:>6} {:>8} {:>10} {:>8}",
-        "router", "budget", "n", "accuracy", "share", "gap", "requests", "completion", "seconds"
+        "{:<11} {:>6} {:>5} {:>8} {:>15} {:>6} {:>6} {:>8} {:>8} {:>10} {:>6} {:>8}",
+        "router",
+        "budget",
+        "n",
+        "accuracy",
+        "95% interval",
+        "share",
+        "gap",
+        "requests",
+        "prompt",
+        "completion",
+        "cost",
+        "seconds"
     );
     for r in &results.runs {
+        let cost = r
+            .cost_vs_cloud_only
+            .map_or("-".to_owned(), |c| format!("{:.3}", c));
         println!(
-            "{:<11} {:>6.3} {:>5} {:>7.1}% {:>6.2}% {} {:>8} {:>10} {:>8.1}",
+            "{:<11} {:>6.3} {:>5} {:>7.1}% {:>6.1}–{:>5.1}% {:>5.1}% {} {:>8} {:>8} {:>10} {:>6} {:>8.1}",
             r.router,
             r.budget,
             r.n,
             r.accuracy * 100.0,
+            r.accuracy_interval.low * 100.0,
+            r.accuracy_interval.high * 100.0,
             r.cloud_share * 100.0,
             gap(r),
             r.cloud_requests,
+            r.cloud_prompt_tokens,
             r.cloud_completion_tokens,
+            cost,
             r.seconds
         );
     }
@@ -138,4 +200,39 @@ pub fn run(args: Args) -> Result<()> {
         args.out.display()
     );
     Ok(())
+}
+
+/// A router on the command line: a kind, or `default` (whatever the app uses by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RouterChoice {
+    Default,
+    Kind(RouterKind),
+}
+
+impl RouterChoice {
+    fn kind(self, default: RouterKind) -> RouterKind {
+        match self {
+            RouterChoice::Default => default,
+            RouterChoice::Kind(kind) => kind,
+        }
+    }
+}
+
+impl std::str::FromStr for RouterChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "default" => Ok(RouterChoice::Default),
+            other => other.parse().map(RouterChoice::Kind),
+        }
+    }
+}
+
+fn scope(text: &str) -> Result<BudgetScope, String> {
+    match text {
+        "reply" => Ok(BudgetScope::Reply),
+        "run" => Ok(BudgetScope::Run),
+        other => Err(format!("'{other}' is not a budget scope (reply or run)")),
+    }
 }

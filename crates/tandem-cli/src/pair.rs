@@ -3,16 +3,13 @@
 //! with the identity a router file records for it.
 
 use anyhow::{Context, Result};
-use std::time::Duration;
 use tandem_core::cloud::{CloudClient, CloudConfig};
 use tandem_core::config::Config;
 use tandem_core::local::{default_threads, EdgeWeights, LocalModel, LocalOptions};
 use tandem_core::models;
 use tandem_core::paths::Paths;
 use tandem_core::router::ModelPair;
-use tandem_core::secrets;
-use tandem_serve::stand_in;
-use tandem_serve::Running;
+use tandem_serve::startup::{self, Started};
 
 /// Flags naming the pair.
 #[derive(clap::Args, Debug, Clone)]
@@ -48,71 +45,64 @@ pub struct Pair {
     /// Edge name for reports.
     pub edge_name: String,
     options: LocalOptions,
-    _stand_in: Option<Running>,
 }
+
+/// A pair and the stand-in cloud it may talk to (stopped on drop).
+pub type StartedPair = Started<Pair>;
 
 impl PairArgs {
     /// Loads the edge model and reaches the cloud (starting the stand-in if needed); the
     /// client comes apart from the pair so it can be used while the pair lends its weights.
-    pub fn open(&self, hidden_state: bool) -> Result<(Pair, CloudClient)> {
+    pub fn open(&self, hidden_state: bool) -> Result<(StartedPair, CloudClient)> {
         let paths = Paths::discover();
-        let edge_path = models::resolve(&self.edge, &paths.models())?;
-        let edge_sha256 = match models::find(&self.edge) {
-            Some(entry) => entry.sha256,
-            None => models::sha256_file(&edge_path)?,
-        };
         let threads = self.threads.unwrap_or_else(default_threads);
         let mut config = Config {
+            edge: self.edge.clone(),
             threads: Some(threads),
             ..Config::default()
         };
         config.serve.model = self.stand_in.clone();
+        config.cloud.timeout_secs = self.timeout;
         if let Some(url) = &self.cloud {
             config.cloud.url = url.trim_end_matches('/').to_owned();
             config.cloud.model = self.cloud_model.clone();
         }
-        let (stand_in, notice) = stand_in::attach(&mut config, &paths);
-        if let Some(why) = notice {
-            anyhow::bail!(why);
+        let prepared = startup::prepare(config, &paths)?;
+        // Measuring needs a cloud: a stand-in that could not start is an error here.
+        if let Some(why) = prepared.notices.first() {
+            anyhow::bail!("{why}");
         }
-        if stand_in.is_some() {
-            eprintln!(
-                "[notice] local stand-in cloud: {} on {}",
-                self.stand_in, config.cloud.url
-            );
-        }
-        let url = config.cloud.url.clone();
-        let mut cloud_config = CloudConfig::new(url.clone());
-        cloud_config.model = config.cloud.model.clone();
-        cloud_config.api_key = secrets::api_key().key.map(|(key, _)| key);
-        cloud_config.request_timeout = Duration::from_secs_f32(self.timeout.max(1.0));
-        let cloud = CloudClient::new(cloud_config)?;
-        let served_models = cloud
-            .check()
-            .with_context(|| format!("checking the cloud at {url}"))?;
-        let cloud_id = match &cloud.config().model {
-            Some(model) => model.clone(),
-            None => served_models
-                .first()
-                .cloned()
-                .context("the cloud lists no models: pass --cloud-model")?,
-        };
-        let weights = EdgeWeights::load(&edge_path, &self.edge)?;
-        let pair = Pair {
-            weights,
-            ids: ModelPair {
-                edge_sha256,
-                cloud: cloud_id,
-            },
-            edge_name: self.edge.clone(),
-            options: LocalOptions {
-                n_ctx: 2048,
-                threads,
-                hidden_state,
-            },
-            _stand_in: stand_in,
-        };
-        Ok((pair, cloud))
+        let mut client = None;
+        let started = prepared.open(&paths, |config, paths| -> Result<Pair> {
+            let url = &config.cloud.url;
+            let (cloud_config, _) = CloudConfig::from_settings(url, &config.cloud);
+            let cloud = CloudClient::new(cloud_config)?;
+            let served_models = cloud
+                .check()
+                .with_context(|| format!("checking the cloud at {url}"))?;
+            let cloud_id = match &cloud.config().model {
+                Some(model) => model.clone(),
+                None => served_models
+                    .first()
+                    .cloned()
+                    .context("the cloud lists no models: pass --cloud-model")?,
+            };
+            let edge_path = models::resolve(&config.edge, &paths.models())?;
+            let pair = Pair {
+                weights: EdgeWeights::load(&edge_path, &config.edge)?,
+                ids: ModelPair::identify(&config.edge, &edge_path, &cloud_id)?,
+                edge_name: config.edge.clone(),
+                options: LocalOptions {
+                    n_ctx: 2048,
+                    threads,
+                    hidden_state,
+                },
+            };
+            client = Some(cloud);
+            Ok(pair)
+        })?;
+        crate::settings::announce(&started, &[]);
+        Ok((started, client.expect("set by open")))
     }
 }
 

@@ -3,23 +3,16 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-use tandem_core::budget::CloudBudget;
+use tandem_core::budget::parse_share;
 use tandem_core::cloud::CloudMode;
 use tandem_core::config::Config;
 use tandem_core::engine::Engine;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
-use tandem_serve::stand_in;
-use tandem_serve::Running;
+use tandem_serve::startup::{self, Started};
 
-/// An engine ready to chat, and the stand-in cloud it may talk to.
-pub struct Session {
-    /// The settings in force.
-    pub config: Config,
-    /// The loaded engine.
-    pub engine: Engine,
-    _stand_in: Option<Running>,
-}
+/// An engine ready to chat, and the stand-in cloud it may talk to (stopped on drop).
+pub type Session = Started<Engine>;
 
 /// Flags that override `config.toml`.
 #[derive(Args, Debug, Clone)]
@@ -41,7 +34,7 @@ pub struct Overrides {
     #[arg(long, value_parser = parse_mode)]
     pub cloud_mode: Option<CloudMode>,
     /// Maximum cloud share of each reply: 0 never calls the cloud, 1 is cloud-only.
-    #[arg(long)]
+    #[arg(long, value_parser = share)]
     pub budget: Option<f32>,
     /// Maximum cloud tokens per reply.
     #[arg(long)]
@@ -78,28 +71,10 @@ impl Overrides {
     /// alive while the engine is used: dropping it stops the stand-in.
     pub fn open_engine(&self) -> Result<Session> {
         let paths = Paths::discover();
-        let mut config = self.resolve(&paths)?;
-        // A wrong edge model is reported before the stand-in spends seconds loading.
-        tandem_core::models::resolve(&config.edge, &paths.models())?;
-        let (stand_in, notice) = stand_in::attach(&mut config, &paths);
-        if let Some(why) = notice {
-            eprintln!("[notice] {why}");
-        }
-        if stand_in.is_some() {
-            eprintln!(
-                "[notice] local stand-in cloud: {} on {}",
-                config.serve.model, config.cloud.url
-            );
-        }
-        let engine = Engine::open(&config, &paths)?;
-        for notice in engine.notices() {
-            eprintln!("[notice] {notice}");
-        }
-        Ok(Session {
-            config,
-            engine,
-            _stand_in: stand_in,
-        })
+        let config = self.resolve(&paths)?;
+        let session = startup::start(config, &paths, Engine::open)?;
+        announce(&session, session.engine.notices());
+        Ok(session)
     }
 
     /// The settings file with these flags applied.
@@ -122,15 +97,7 @@ impl Overrides {
             c.cloud.mode = v;
         }
         if let Some(share) = self.budget {
-            anyhow::ensure!(
-                (0.0..=1.0).contains(&share),
-                "--budget is a share between 0 and 1, got {share}"
-            );
-            c.budget = CloudBudget {
-                enabled: share > 0.0,
-                max_share: share,
-                ..c.budget
-            };
+            c.budget = c.budget.with_share(share)?;
         }
         if let Some(v) = self.budget_tokens {
             c.budget.max_cloud_tokens = Some(v);
@@ -164,6 +131,19 @@ impl Overrides {
     }
 }
 
+/// Shows on stderr what the user should know about how the engine started.
+pub fn announce<T>(started: &Started<T>, engine_notices: &[String]) {
+    let stand_in = started.stand_in_line();
+    for notice in started
+        .notices
+        .iter()
+        .chain(&stand_in)
+        .chain(engine_notices)
+    {
+        eprintln!("[notice] {notice}");
+    }
+}
+
 fn parse_mode(value: &str) -> Result<CloudMode, String> {
     match value {
         "completions" => Ok(CloudMode::Completions),
@@ -172,4 +152,9 @@ fn parse_mode(value: &str) -> Result<CloudMode, String> {
             "'{other}' is not a cloud mode (completions or chat)"
         )),
     }
+}
+
+/// A cloud share as users type it (`0.15` or `15%`), for clap.
+pub fn share(text: &str) -> Result<f32, String> {
+    parse_share(text).map_err(|e| e.to_string())
 }

@@ -39,7 +39,8 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let mut rows = data::load(&args.data, &crate::data::dir())?;
     rows.truncate(args.limit.unwrap_or(rows.len()));
-    let (pair, mut cloud) = args.pair.open(true)?;
+    let (started, mut cloud) = args.pair.open(true)?;
+    let pair = &started.engine;
     let data_name = match args.limit {
         Some(n) => format!("{}[0..{n}]", args.data),
         None => args.data.clone(),

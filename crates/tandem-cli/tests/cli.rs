@@ -376,7 +376,7 @@ fn chat_keeps_the_conversation_and_budget_off_applies_to_the_next_turn() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("not a share"),
+        stderr.contains("a cloud share is between 0 and 1") && stderr.contains("not 'lots'"),
         "a bad /budget value is explained: {stderr}"
     );
     assert_eq!(fake.requests(), 2);
@@ -508,11 +508,17 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
             })
             .unwrap_or_else(|| panic!("no {router} run at {budget}: {results}"))
     };
+    assert_eq!(
+        results["budget_scope"], "reply",
+        "the app's budget by default"
+    );
     for key in [
         "router",
         "budget",
         "n",
         "accuracy",
+        "accuracy_interval",
+        "cost_vs_cloud_only",
         "cloud_share",
         "cloud_requests",
         "cloud_prompt_tokens",
@@ -526,8 +532,8 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     }
     assert_eq!(
         runs.len(),
-        4,
-        "edge-only, two routers at 0.2, cloud-only: {results}"
+        6,
+        "edge-only, the first-token and random baselines and two routers at 0.2, cloud-only: {results}"
     );
     let edge_only = find("edge-only", 0.0);
     assert_eq!(edge_only["n"], 10);
@@ -543,20 +549,39 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     // The fake cloud always answers " B" (one token per request by default): cloud-only gets
     // exactly the three B questions.
     assert_eq!(cloud_only["accuracy"].as_f64(), Some(0.3), "{cloud_only}");
-    for router in ["entropy", "margin"] {
-        let share = find(router, 0.2)["cloud_share"].as_f64().unwrap();
-        assert!(
-            share > 0.0 && share <= 0.2 + 0.15,
-            "{router} realised {share}"
+    for router in ["entropy", "margin", "first-token", "random"] {
+        let run = find(router, 0.2);
+        let (cloud, edge) = (
+            run["cloud_tokens"].as_f64().unwrap(),
+            run["edge_tokens"].as_f64().unwrap(),
         );
+        // Per reply: at most 20% of it plus the one token a reply may borrow.
+        assert!(
+            cloud > 0.0 && cloud <= 0.2 * (cloud + edge) + 10.0,
+            "{router}: {cloud} cloud tokens, {edge} edge tokens"
+        );
+        let interval = &run["accuracy_interval"];
+        let accuracy = run["accuracy"].as_f64().unwrap();
+        assert!(interval["low"].as_f64().unwrap() <= accuracy);
+        assert!(interval["high"].as_f64().unwrap() >= accuracy);
     }
+    // Every router is compared, question by question, with the baselines at its budget.
+    let versus: Vec<&str> = find("entropy", 0.2)["versus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["baseline"].as_str().unwrap())
+        .collect();
+    assert_eq!(versus, ["edge-only", "first-token", "random", "cloud-only"]);
+    // The first-token baseline asks the cloud for each reply's first token only.
+    assert_eq!(find("first-token", 0.2)["cloud_tokens"].as_u64(), Some(10));
     // Every reply of every run, with the answer read from it: the cloud-only ones say "B".
     let replies: Vec<serde_json::Value> = std::fs::read_to_string(out.join("replies.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(replies.len(), 10 * 4);
+    assert_eq!(replies.len(), 10 * 6);
     let cloud_only: Vec<_> = replies
         .iter()
         .filter(|r| r["router"] == "cloud-only")

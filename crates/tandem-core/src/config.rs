@@ -159,10 +159,18 @@ impl Config {
     /// Reads settings; a missing file gives the defaults.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Invalid {
-                path: path.to_owned(),
-                message: e.to_string(),
-            }),
+            Ok(text) => {
+                let invalid = |message: String| ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message,
+                };
+                let config: Config = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+                config
+                    .budget
+                    .validate()
+                    .map_err(|e| invalid(format!("[budget]: {e}")))?;
+                Ok(config)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
             Err(source) => Err(ConfigError::Io {
                 path: path.to_owned(),
@@ -211,5 +219,8 @@ mod tests {
         std::fs::write(&path, "[budget]\nmax_shares = 0.05\n").unwrap();
         let err = Config::load(&path).unwrap_err().to_string();
         assert!(err.contains("max_shares"), "{err}");
+        std::fs::write(&path, "[budget]\nmax_share = nan\n").unwrap();
+        let err = Config::load(&path).unwrap_err().to_string();
+        assert!(err.contains("between 0 and 1"), "{err}");
     }
 }

@@ -11,6 +11,7 @@ use crate::budget::{LiveBudget, ReplyBudget, RouteDecision};
 use crate::cloud::{Cloud, CloudError, CloudRequest, VOCAB_PROBE};
 use crate::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, TokenSource, Usage};
+use crate::message::Message;
 use crate::router::Router;
 use crate::sampling::{Sampler, SamplingParams};
 use crate::utf8_stream::Utf8Stream;
@@ -54,7 +55,7 @@ pub struct Collaboration<'a> {
     /// Read before every decision, so changes apply mid-reply.
     pub budget: &'a LiveBudget,
     /// The conversation as messages, for chat-mode clouds (may be empty otherwise).
-    pub messages: &'a [(String, String)],
+    pub messages: &'a [Message],
 }
 
 /// Generates one reply to `prompt` (already templated and tokenized), pushing events into
@@ -125,7 +126,7 @@ struct Reply<'a, 'b> {
     cloud: Option<&'a mut dyn Cloud>,
     router: &'a dyn Router,
     budget: &'a LiveBudget,
-    messages: &'a [(String, String)],
+    messages: &'a [Message],
     /// Where the reply starts in the edge's tokens.
     reply_start: usize,
     controller: &'b mut ReplyBudget,
@@ -158,7 +159,7 @@ impl Reply<'_, '_> {
         self.timings.prefill_ms = prefill.elapsed().as_millis() as u64;
         self.timings.prefill_tokens = decoded as u32;
         if let Some(cloud) = self.cloud.as_deref_mut() {
-            if self.budget.get().enabled {
+            if self.budget.get().allows_cloud() {
                 let probe = self.edge.tokenize(VOCAB_PROBE, false);
                 self.as_ids = cloud.shares_vocab(&probe);
             }
@@ -173,7 +174,8 @@ impl Reply<'_, '_> {
                 });
                 return Ok(FinishReason::ContextFull);
             }
-            let score = self.router.score(&step.features());
+            let position = (self.edge.tokens().len() - self.reply_start) as u32;
+            let score = self.router.score(&step.features(position));
             let remaining = options.max_tokens - generated;
             let decision = if self.cloud.is_some() && self.cloud_failures < MAX_CLOUD_FAILURES {
                 let prompt_len = self.edge.tokens().len() as u32;
@@ -190,12 +192,12 @@ impl Reply<'_, '_> {
                 RouteDecision::Cloud { max_tokens } => {
                     self.ask_cloud(&step, score, max_tokens, sink)?
                 }
-                RouteDecision::Edge => None,
+                RouteDecision::Edge => CloudOutcome::UseEdge,
             };
             let (emitted, next) = match outcome {
-                Some(Ok(pair)) => pair,
-                Some(Err(Stopped)) => return Ok(FinishReason::Stop),
-                None => {
+                CloudOutcome::Continued { tokens, next } => (tokens, next),
+                CloudOutcome::EndedReply => return Ok(FinishReason::Stop),
+                CloudOutcome::UseEdge => {
                     if self.edge.is_end_of_turn(step.token) {
                         return Ok(FinishReason::Stop);
                     }
@@ -230,16 +232,14 @@ impl Reply<'_, '_> {
             .ok_or_else(|| EdgeError::Decode("no output row".into()))
     }
 
-    /// Asks the cloud for a span. `None` means "use the edge token" (the failure was already
-    /// reported); `Some(Err(Stopped))` means the cloud ended the reply.
-    #[allow(clippy::type_complexity)]
+    /// Asks the cloud for a span; the outcome says how the reply goes on.
     fn ask_cloud(
         &mut self,
         step: &Step,
         score: f32,
         max_tokens: u32,
         sink: &mut dyn EventSink,
-    ) -> Result<Option<Result<(Vec<Emitted>, Step), Stopped>>, EdgeError> {
+    ) -> Result<CloudOutcome, EdgeError> {
         let cloud = self.cloud.as_deref_mut().expect("decided with a cloud");
         let edge = &*self.edge;
         let text = || edge.text_of(edge.tokens());
@@ -271,7 +271,7 @@ impl Reply<'_, '_> {
                     cost_usd: 0.0,
                 });
                 self.cloud_failed(&error, sink);
-                return Ok(None);
+                return Ok(CloudOutcome::UseEdge);
             }
         };
         let mut tokens = match reply.ids {
@@ -303,7 +303,7 @@ impl Reply<'_, '_> {
         if tokens.is_empty() {
             self.controller.record(0, 0, cost);
             if ends_turn {
-                return Ok(Some(Err(Stopped)));
+                return Ok(CloudOutcome::EndedReply);
             }
             self.cloud_failed(
                 &CloudError::Malformed {
@@ -311,7 +311,7 @@ impl Reply<'_, '_> {
                 },
                 sink,
             );
-            return Ok(None);
+            return Ok(CloudOutcome::UseEdge);
         }
         self.cloud_failures = 0;
         let start = self.edge.tokens().len();
@@ -326,7 +326,8 @@ impl Reply<'_, '_> {
         }];
         for (i, &token) in tokens.iter().enumerate().skip(1) {
             let before = &steps[i - 1];
-            let position_score = self.router.score(&before.features());
+            let position = (start + i - self.reply_start) as u32;
+            let position_score = self.router.score(&before.features(position));
             if !(self.controller.wants_cloud(position_score) || before.token == token) {
                 break;
             }
@@ -347,10 +348,10 @@ impl Reply<'_, '_> {
             for token in kept {
                 self.emit(token, sink);
             }
-            return Ok(Some(Err(Stopped)));
+            return Ok(CloudOutcome::EndedReply);
         }
         let next = steps[kept.len() - 1].clone();
-        Ok(Some(Ok((kept, next))))
+        Ok(CloudOutcome::Continued { tokens: kept, next })
     }
 
     fn cloud_failed(&mut self, error: &CloudError, sink: &mut dyn EventSink) {
@@ -380,8 +381,21 @@ impl Reply<'_, '_> {
     }
 }
 
-/// The cloud ended the reply.
-struct Stopped;
+/// What one cloud request means for the reply.
+enum CloudOutcome {
+    /// No cloud tokens: the request failed (already reported) or was not made; the edge's
+    /// token is used.
+    UseEdge,
+    /// The cloud's tokens were kept and decoded; the reply goes on from `next`.
+    Continued {
+        /// The tokens to show.
+        tokens: Vec<Emitted>,
+        /// The edge's step after the last kept token.
+        next: Step,
+    },
+    /// The cloud ended its turn (its tokens, if any, were already shown): the reply is done.
+    EndedReply,
+}
 
 #[cfg(test)]
 mod tests;

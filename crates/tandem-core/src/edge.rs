@@ -23,11 +23,12 @@ pub struct Step {
 }
 
 impl Step {
-    /// The router's view of this position.
-    pub fn features(&self) -> Features<'_> {
+    /// The router's view of this position, the `position`-th token of the reply.
+    pub fn features(&self, position: u32) -> Features<'_> {
         Features {
             signals: self.signals,
             hidden: self.hidden.as_deref(),
+            position,
         }
     }
 }

@@ -11,13 +11,12 @@ use crate::decode::{self, Collaboration, DecodeOptions};
 use crate::edge::{EdgeError, EdgeModel};
 use crate::event::{Event, EventSink, NoticeKind, Usage};
 use crate::local::{default_threads, EdgeWeights, LoadError, LocalModel, LocalOptions};
+use crate::message::{Message, Role};
 use crate::models::{self, ModelError};
 use crate::paths::Paths;
-use crate::router::{self, FixedRouter, ModelPair, Router};
-use crate::secrets;
+use crate::router::{self, FixedRouter, ModelPair, Router, RouterKind};
 use crate::spend::SpendLedger;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -49,42 +48,26 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Loads what `config` names.
+    /// Loads what `config` names (with its cloud URL already settled: see
+    /// `tandem_serve::startup`, which every front end starts from).
     pub fn open(config: &Config, paths: &Paths) -> Result<Engine, OpenError> {
         let path = models::resolve(&config.edge, &paths.models())?;
         let weights = EdgeWeights::load(&path, &config.edge)?;
         let mut notices = Vec::new();
-        let pair = ModelPair {
-            edge_sha256: match models::find(&config.edge) {
-                Some(entry) => entry.sha256,
-                None if config.router.kind == router::RouterKind::Mlp => {
-                    models::sha256_file(&path)?
-                }
-                None => String::new(),
-            },
-            cloud: config.cloud.model.clone().unwrap_or_default(),
+        // Only a trained router checks the pair; hashing a GGUF given by path costs seconds.
+        let pair = if config.router.kind == RouterKind::Mlp {
+            let cloud = config.cloud.model.as_deref().unwrap_or_default();
+            ModelPair::identify(&config.edge, &path, cloud)?
+        } else {
+            ModelPair::default()
         };
         let (router, notice) =
             router::build(config.router.kind, config.router.path.as_deref(), &pair);
         notices.extend(notice);
         let cloud = config.cloud.endpoint().map(|url| {
-            let lookup = secrets::api_key();
-            // A cloud on this machine (the local stand-in) needs no key: no need to worry anyone.
-            let local_cloud = ["://127.0.0.1", "://localhost", "://[::1]"]
-                .iter()
-                .any(|host| url.contains(host));
-            if let Some(problem) = lookup.keyring_problem.filter(|_| !local_cloud) {
-                notices.push(format!(
-                    "the OS keyring is unavailable ({problem}); set {} to send an API key",
-                    secrets::API_KEY_VAR
-                ));
-            }
-            let mut c = CloudConfig::new(url);
-            c.model = config.cloud.model.clone();
-            c.mode = config.cloud.mode;
-            c.api_key = lookup.key.map(|(key, _)| key);
-            c.request_timeout = Duration::from_secs_f32(config.cloud.timeout_secs.max(0.1));
-            c
+            let (cloud, notice) = CloudConfig::from_settings(url, &config.cloud);
+            notices.extend(notice);
+            cloud
         });
         let options = LocalOptions {
             n_ctx: config.context,
@@ -141,18 +124,18 @@ pub struct Chat<'e> {
     engine: &'e Engine,
     edge: LocalModel<'e>,
     cloud: Option<CloudClient>,
-    messages: Vec<(String, String)>,
+    messages: Vec<Message>,
 }
 
 impl Chat<'_> {
     /// Adds a system prompt (before the first turn).
     pub fn system(&mut self, text: &str) {
-        self.messages.push(("system".into(), text.into()));
+        self.messages.push(Message::system(text));
     }
 
     /// Sends a user message and streams the reply into `sink`. The reply joins the history.
     pub fn send(&mut self, user: &str, sink: &mut dyn EventSink) -> Result<Usage, ChatError> {
-        self.messages.push(("user".into(), user.into()));
+        self.messages.push(Message::user(user));
         self.respond(ReplyMode::Routed, sink)
     }
 
@@ -162,22 +145,17 @@ impl Chat<'_> {
     /// decodes what changed.
     pub fn reply(
         &mut self,
-        history: &[(String, String)],
+        history: &[Message],
         mode: ReplyMode,
         sink: &mut dyn EventSink,
     ) -> Result<Usage, ChatError> {
-        self.messages.retain(|(role, _)| role == "system");
+        self.messages.retain(|m| m.role == Role::System);
         self.messages.extend_from_slice(history);
         self.respond(mode, sink)
     }
 
     fn respond(&mut self, mode: ReplyMode, sink: &mut dyn EventSink) -> Result<Usage, ChatError> {
-        let turns: Vec<(&str, &str)> = self
-            .messages
-            .iter()
-            .map(|(r, c)| (r.as_str(), c.as_str()))
-            .collect();
-        let prompt_text = self.engine.weights.chat_prompt(&turns)?;
+        let prompt_text = self.engine.weights.chat_prompt(&self.messages)?;
         let prompt = self.edge.tokenize(&prompt_text, true);
         let mut reply = String::new();
         let mut collect = |event: Event| {
@@ -221,7 +199,7 @@ impl Chat<'_> {
             ..self.engine.decode
         };
         let usage = decode::generate(collaboration, &prompt, &options, &mut collect)?;
-        self.messages.push(("assistant".into(), reply));
+        self.messages.push(Message::assistant(reply));
         if let Err(e) = self.engine.spend.add(&usage) {
             sink.emit(Event::Notice {
                 kind: NoticeKind::SpendNotSaved,
@@ -233,7 +211,7 @@ impl Chat<'_> {
 
     /// Forgets the conversation (the KV cache is reused from its first differing token).
     pub fn reset(&mut self) {
-        self.messages.retain(|(role, _)| role == "system");
+        self.messages.retain(|m| m.role == Role::System);
     }
 }
 

@@ -52,6 +52,15 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
+    /// Every reason, in the order the docs list them.
+    pub const ALL: [FinishReason; 5] = [
+        FinishReason::Stop,
+        FinishReason::Length,
+        FinishReason::Cancelled,
+        FinishReason::ContextFull,
+        FinishReason::Error,
+    ];
+
     /// The word users see (the same as in the JSON events).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -238,13 +247,7 @@ mod tests {
 
     #[test]
     fn finish_reasons_read_the_same_in_json_and_in_words() {
-        for reason in [
-            FinishReason::Stop,
-            FinishReason::Length,
-            FinishReason::Cancelled,
-            FinishReason::ContextFull,
-            FinishReason::Error,
-        ] {
+        for reason in FinishReason::ALL {
             assert_eq!(serde_json::to_value(reason).unwrap(), reason.as_str());
         }
     }

@@ -7,30 +7,12 @@
 
 use crate::engine::ReplyMode;
 use crate::event::{Event, TokenSource};
+use crate::message::Message as Turn;
+pub use crate::message::Role;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// The user.
-    User,
-    /// The model (edge and cloud together).
-    Assistant,
-}
-
-impl Role {
-    /// The role name chat templates use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        }
-    }
-}
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,12 +94,24 @@ impl Conversation {
         }
     }
 
-    /// The `(role, content)` turns the engine answers.
-    pub fn turns(&self) -> Vec<(String, String)> {
+    /// The messages the engine answers (without the replies' events).
+    pub fn turns(&self) -> Vec<Turn> {
         self.messages
             .iter()
-            .map(|m| (m.role.as_str().to_owned(), m.content.clone()))
+            .map(|m| Turn {
+                role: m.role,
+                content: m.content.clone(),
+            })
             .collect()
+    }
+
+    /// How its replies may use the cloud: a conversation locked to this machine never asks.
+    pub fn reply_mode(&self) -> ReplyMode {
+        if self.local_only {
+            ReplyMode::Edge
+        } else {
+            ReplyMode::Routed
+        }
     }
 
     /// Adds the user's message; the first one also names the conversation.
@@ -192,6 +186,7 @@ impl Conversation {
         let mut out = format!("# {}\n\n", self.title);
         for m in &self.messages {
             match m.role {
+                Role::System => out.push_str(&format!("## System\n\n{}\n\n", m.content)),
                 Role::User => out.push_str(&format!("## You\n\n{}\n\n", m.content)),
                 Role::Assistant => {
                     out.push_str(&format!("## Tandem\n\n{}\n\n", m.content));
@@ -425,8 +420,8 @@ mod tests {
         assert_eq!(
             again.turns(),
             vec![
-                ("user".to_owned(), again.messages[0].content.clone()),
-                ("assistant".to_owned(), "Blue.".to_owned())
+                Turn::user(again.messages[0].content.clone()),
+                Turn::assistant("Blue.")
             ]
         );
     }

@@ -12,11 +12,12 @@
 //! use tandem_core::edge::EdgeModel;
 //! use tandem_core::event::Event;
 //! use tandem_core::local::{EdgeWeights, LocalOptions};
+//! use tandem_core::message::Message;
 //! use tandem_core::router::EntropyRouter;
 //!
 //! let weights = EdgeWeights::load("qwen.gguf".as_ref(), "qwen")?;
 //! let mut edge = weights.session(&LocalOptions::default())?;
-//! let prompt = edge.tokenize(&weights.chat_prompt(&[("user", "Why is the sky blue?")])?, true);
+//! let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user("Why is the sky blue?")])?, true);
 //! let budget = LiveBudget::new(CloudBudget::off());
 //! let collaboration = Collaboration {
 //!     edge: &mut edge, cloud: None, router: &EntropyRouter, budget: &budget, messages: &[],
@@ -35,9 +36,11 @@ pub mod config;
 pub mod decode;
 pub mod edge;
 pub mod engine;
+pub mod engine_thread;
 pub mod event;
 pub mod history;
 pub mod local;
+pub mod message;
 pub mod models;
 pub mod packages;
 pub mod paths;
@@ -47,4 +50,3 @@ pub mod secrets;
 pub mod signals;
 pub mod spend;
 pub mod utf8_stream;
-pub mod worker;

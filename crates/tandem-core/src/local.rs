@@ -6,6 +6,7 @@
 //! main thread, the app and `tandem serve` in an engine thread.
 
 use crate::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
+use crate::message::Message;
 use crate::sampling::Sampler;
 use crate::signals;
 use llama_cpp_2::context::params::{LlamaContextParams, LlamaPoolingType};
@@ -152,14 +153,14 @@ impl EdgeWeights {
 
     /// Renders a chat with the model's own template, ending with the assistant's turn.
     /// Models without a template get a plain `role: text` transcript.
-    pub fn chat_prompt(&self, messages: &[(&str, &str)]) -> Result<String, LoadError> {
+    pub fn chat_prompt(&self, messages: &[Message]) -> Result<String, LoadError> {
         let template = match self.model.chat_template(None) {
             Ok(template) => template,
             Err(_) => return Ok(plain_transcript(messages)),
         };
         let chat = messages
             .iter()
-            .map(|(role, content)| LlamaChatMessage::new(role.to_string(), content.to_string()))
+            .map(|m| LlamaChatMessage::new(m.role.as_str().to_owned(), m.content.clone()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| LoadError::Template(e.to_string()))?;
         self.model
@@ -188,10 +189,10 @@ impl EdgeWeights {
     }
 }
 
-fn plain_transcript(messages: &[(&str, &str)]) -> String {
+fn plain_transcript(messages: &[Message]) -> String {
     let mut text: String = messages
         .iter()
-        .map(|(role, content)| format!("{role}: {content}\n"))
+        .map(|m| format!("{}: {}\n", m.role.as_str(), m.content))
         .collect();
     text.push_str("assistant:");
     text

@@ -5,6 +5,7 @@ use std::time::Duration;
 use tandem_core::cloud::{
     ApiKey, Cloud, CloudClient, CloudConfig, CloudError, CloudMode, CloudRequest,
 };
+use tandem_core::message::Message;
 use tandem_fake_cloud::{FakeCloud, Fault, Script};
 
 fn client(fake: &FakeCloud) -> CloudClient {
@@ -19,7 +20,7 @@ fn ask(
 ) -> Result<tandem_core::cloud::CloudReply, CloudError> {
     let text = || "<|im_start|>user\nhi<|im_end|>\n".to_owned();
     let reply = || "The sky".to_owned();
-    let messages = [("user".to_owned(), "hi".to_owned())];
+    let messages = [Message::user("hi")];
     client.complete(&CloudRequest {
         ids: &[1, 2, 3],
         text: &text,

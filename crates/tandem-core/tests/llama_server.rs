@@ -8,6 +8,7 @@ use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, VOCAB_PROBE};
 use tandem_core::edge::EdgeModel;
 use tandem_core::event::{Event, TokenSource};
 use tandem_core::local::EdgeWeights;
+use tandem_core::message::Message;
 use tandem_core::router::FixedRouter;
 
 fn edge_probe(weights: &EdgeWeights) -> Vec<i32> {
@@ -22,7 +23,7 @@ fn cloud_tokens_are_exactly_what_llama_server_returns_for_the_prompt() {
     };
     let mut edge = weights.session(&options()).unwrap();
     let prompt = weights
-        .chat_prompt(&[("user", "List three colours of the rainbow.")])
+        .chat_prompt(&[Message::user("List three colours of the rainbow.")])
         .unwrap();
     let prompt = edge.tokenize(&prompt, true);
 
@@ -76,7 +77,7 @@ fn budget_zero_never_reaches_llama_server() {
         return;
     };
     let mut edge = weights.session(&options()).unwrap();
-    let prompt = edge.tokenize(&weights.chat_prompt(&[("user", "Hi")]).unwrap(), true);
+    let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user("Hi")]).unwrap(), true);
     let mut cloud = CloudClient::new(CloudConfig::new(&server.base_url)).unwrap();
     let usage = route(
         &mut edge,

@@ -5,6 +5,7 @@ mod support;
 use support::{load, options, SMOLLM2, TINY};
 use tandem_core::edge::{EdgeModel, Outputs};
 use tandem_core::local::{EdgeWeights, LoadError, LocalOptions};
+use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
 use tandem_core::utf8_stream::Utf8Stream;
 
@@ -37,7 +38,7 @@ fn continue_text(weights: &EdgeWeights, prompt: &str, n: usize) -> String {
 fn smollm2_answers_a_question_in_words() {
     let Some(weights) = load(SMOLLM2) else { return };
     let prompt = weights
-        .chat_prompt(&[("user", "What is the capital of France?")])
+        .chat_prompt(&[Message::user("What is the capital of France?")])
         .unwrap();
     assert!(
         prompt.contains("<|im_start|>assistant"),
@@ -55,7 +56,7 @@ fn smollm2_answers_a_question_in_words() {
 #[test]
 fn tiny_model_loads_and_generates() {
     let Some(weights) = load(TINY) else { return };
-    let prompt = weights.chat_prompt(&[("user", "hello")]).unwrap();
+    let prompt = weights.chat_prompt(&[Message::user("hello")]).unwrap();
     let mut edge = weights.session(&options()).unwrap();
     let tokens = edge.tokenize(&prompt, true);
     let mut sampler = greedy();
@@ -72,7 +73,9 @@ fn tiny_model_loads_and_generates() {
 #[test]
 fn a_cloud_token_in_the_cache_reads_like_a_fresh_prefill_of_the_same_text() {
     let Some(weights) = load(SMOLLM2) else { return };
-    let prompt = weights.chat_prompt(&[("user", "Name a colour.")]).unwrap();
+    let prompt = weights
+        .chat_prompt(&[Message::user("Name a colour.")])
+        .unwrap();
     let mut routed = weights.session(&options()).unwrap();
     let prompt = routed.tokenize(&prompt, true);
     let inserted = routed.tokenize(" Blue is", false);
@@ -132,15 +135,15 @@ fn hidden_states_come_from_the_same_decode() {
 fn a_chat_turn_decodes_only_the_new_tokens() {
     let Some(weights) = load(SMOLLM2) else { return };
     let mut edge = weights.session(&options()).unwrap();
-    let first = weights.chat_prompt(&[("user", "Hi")]).unwrap();
+    let first = weights.chat_prompt(&[Message::user("Hi")]).unwrap();
     let first = edge.tokenize(&first, true);
     let (_, decoded) = edge.sync(&first, &mut greedy()).unwrap();
     assert_eq!(decoded, first.len());
     let second = weights
         .chat_prompt(&[
-            ("user", "Hi"),
-            ("assistant", "Hello!"),
-            ("user", "How are you?"),
+            Message::user("Hi"),
+            Message::assistant("Hello!"),
+            Message::user("How are you?"),
         ])
         .unwrap();
     let second = edge.tokenize(&second, true);

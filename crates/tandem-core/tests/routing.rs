@@ -11,6 +11,7 @@ use tandem_core::decode::DecodeOptions;
 use tandem_core::edge::EdgeModel;
 use tandem_core::event::{Event, FinishReason, NoticeKind, TokenSource, Usage};
 use tandem_core::local::EdgeWeights;
+use tandem_core::message::Message;
 use tandem_core::router::{FixedRouter, MarginRouter, Router};
 use tandem_fake_cloud::{FakeCloud, Script};
 
@@ -34,8 +35,7 @@ fn run(
     config.connect_timeout = Duration::from_millis(500);
     let mut cloud = CloudClient::new(config).unwrap();
     let prompt = weights
-        .chat_prompt(&[(
-            "user",
+        .chat_prompt(&[Message::user(
             "Write a long story about a lighthouse keeper and the sea.",
         )])
         .unwrap();

@@ -6,10 +6,11 @@ use support::{model, SMOLLM2};
 use tandem_core::budget::CloudBudget;
 use tandem_core::config::Config;
 use tandem_core::engine::{OpenError, ReplyMode};
+use tandem_core::engine_thread::{EngineThread, ReplyHandle};
 use tandem_core::event::{Event, FinishReason, TokenSource};
+use tandem_core::message::Message;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
-use tandem_core::worker::{EngineWorker, ReplyHandle};
 use tandem_fake_cloud::{FakeCloud, Script};
 
 fn paths(home: &std::path::Path) -> Paths {
@@ -35,8 +36,8 @@ fn config(edge: &std::path::Path, cloud: &FakeCloud) -> Config {
 }
 
 /// A conversation of user turns only, ending with `last`.
-fn asking(last: &str) -> Vec<(String, String)> {
-    vec![("user".to_owned(), last.to_owned())]
+fn asking(last: &str) -> Vec<Message> {
+    vec![Message::user(last)]
 }
 
 /// Reads a reply to its end, calling `each` with every token's source.
@@ -60,7 +61,7 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
     let Some(edge) = model(SMOLLM2) else { return };
     let home = tempfile::tempdir().unwrap();
     let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
-    let worker = EngineWorker::spawn(config(&edge, &fake), paths(home.path())).unwrap();
+    let worker = EngineThread::spawn(config(&edge, &fake), paths(home.path())).unwrap();
 
     // Cancelled after three tokens: it still finishes, as cancelled.
     let reply = worker
@@ -111,11 +112,11 @@ fn reply_modes_keep_everything_local_or_ask_the_cloud_for_every_token() {
     config.router.kind = RouterKind::Entropy;
     config.budget = CloudBudget::share(0.1);
     config.max_tokens = 12;
-    let worker = EngineWorker::spawn(config, paths(home.path())).unwrap();
+    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
     let history = vec![
-        ("user".to_owned(), "Name a colour.".to_owned()),
-        ("assistant".to_owned(), "Blue.".to_owned()),
-        ("user".to_owned(), "Another one?".to_owned()),
+        Message::user("Name a colour."),
+        Message::assistant("Blue."),
+        Message::user("Another one?"),
     ];
 
     let reply = worker.reply(history.clone(), ReplyMode::Edge).unwrap();
@@ -158,7 +159,7 @@ fn reply_modes_keep_everything_local_or_ask_the_cloud_for_every_token() {
 fn a_missing_model_fails_the_spawn_with_the_reason() {
     let home = tempfile::tempdir().unwrap();
     let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
-    let err = EngineWorker::spawn(
+    let err = EngineThread::spawn(
         config(&home.path().join("absent.gguf"), &fake),
         paths(home.path()),
     )

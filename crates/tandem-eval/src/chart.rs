@@ -124,9 +124,16 @@ mod tests {
     fn run(router: &str, share: f64, accuracy: f64) -> RunResult {
         RunResult {
             router: router.into(),
+            resolved: None,
             budget: share as f32,
             n: 10,
             accuracy,
+            accuracy_interval: crate::stats::Interval {
+                low: accuracy - 0.1,
+                high: accuracy + 0.1,
+            },
+            versus: Vec::new(),
+            cost_vs_cloud_only: None,
             cloud_share: share,
             cloud_requests: 0,
             cloud_prompt_tokens: 0,
@@ -142,6 +149,9 @@ mod tests {
     fn the_chart_has_every_router_and_both_references() {
         let results = Results {
             data: "csqa:dev[0..10]".into(),
+            budget_scope: crate::eval::BudgetScope::Reply,
+            span: 1,
+            prices: Default::default(),
             edge: "edge".into(),
             cloud: "cloud".into(),
             runs: vec![

@@ -2,28 +2,49 @@
 //!
 //! Runs go question by question, all runs of one question back to back: the edge's KV cache
 //! then holds the question's prompt for every run (each decodes only its own reply), and a
-//! cloud with prefix caching (llama-server, `tandem serve`) re-reads nothing either. Each run
-//! keeps its own budget controller across questions, so a 5% budget means 5% of the run's
-//! tokens, not 5% of each short reply. The order of runs rotates per question so that no run
-//! pays every prompt's first decode.
+//! cloud with prefix caching (llama-server, `tandem serve`) re-reads nothing either. The order
+//! of runs rotates per question so that no run pays every prompt's first decode.
+//!
+//! The budget works as in the app by default: a controller per reply, so a 5% budget means at
+//! most 5% of each reply (plus the one token a reply may borrow). [`BudgetScope::Run`] keeps
+//! one controller across a run's replies instead, which no user has: one question's edge
+//! tokens then pay for the next question's cloud tokens.
 
 use crate::data::Row;
+use crate::stats::{self, Interval};
 use crate::task;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
-use tandem_core::budget::{CloudBudget, LiveBudget, ReplyBudget};
+use tandem_core::budget::{CloudBudget, LiveBudget, Prices, ReplyBudget};
 use tandem_core::cloud::Cloud;
-use tandem_core::decode::{generate_with, Collaboration, DecodeOptions};
+use tandem_core::decode::{generate, generate_with, Collaboration, DecodeOptions};
 use tandem_core::edge::{EdgeError, EdgeModel};
 use tandem_core::event::Event;
 use tandem_core::local::{EdgeWeights, LoadError};
+use tandem_core::message::Message;
 use tandem_core::router::{FixedRouter, Router};
+
+/// How long a budget controller lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetScope {
+    /// A controller per reply: what the app and `tandem generate` do.
+    #[default]
+    Reply,
+    /// One controller across all replies of a run: not what the app does.
+    Run,
+}
+
+/// The runs compared with every router at the same budget.
+pub const BASELINES: [&str; 4] = ["edge-only", "cloud-only", "first-token", "random"];
 
 /// One router at one budget. Budget 0 is edge-only and 1 cloud-only, whatever the router.
 pub struct RunSpec {
     /// The router's name in the results.
     pub router: String,
-    /// Maximum cloud share of the run's tokens.
+    /// The router it resolved to, when the name is an alias (`default`).
+    pub resolved: Option<String>,
+    /// Maximum cloud share of each reply (or of the run's tokens, per [`BudgetScope`]).
     pub budget: f32,
     /// The router (ignored at budgets 0 and 1).
     pub scorer: Box<dyn Router>,
@@ -43,9 +64,19 @@ impl RunSpec {
         };
         Self {
             router,
+            resolved: None,
             budget,
             scorer,
         }
+    }
+
+    /// The same run recorded under `alias` (e.g. `default`), with the router's own name kept
+    /// in [`RunResult::resolved`].
+    pub fn named(mut self, alias: &str) -> Self {
+        if self.budget > 0.0 && self.budget < 1.0 {
+            self.resolved = Some(std::mem::replace(&mut self.router, alias.to_owned()));
+        }
+        self
     }
 }
 
@@ -54,12 +85,24 @@ impl RunSpec {
 pub struct RunResult {
     /// Router name.
     pub router: String,
+    /// The router an alias (`default`) resolved to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
     /// Target cloud share.
     pub budget: f32,
     /// Questions answered.
     pub n: usize,
     /// Share answered correctly.
     pub accuracy: f64,
+    /// 95% bootstrap interval of the accuracy.
+    pub accuracy_interval: Interval,
+    /// The paired difference in accuracy to each baseline run at the same budget (and to
+    /// edge-only and cloud-only), with its 95% interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versus: Vec<PairedDifference>,
+    /// What the cloud billed (prompt and completion tokens at the evaluation's prices) as a
+    /// share of what cloud-only billed.
+    pub cost_vs_cloud_only: Option<f64>,
     /// Share of reply tokens that came from the cloud.
     pub cloud_share: f64,
     /// Cloud requests made.
@@ -78,11 +121,28 @@ pub struct RunResult {
     pub cloud_failures: u64,
 }
 
+/// How a run compares with a baseline on the same questions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedDifference {
+    /// The baseline run's router.
+    pub baseline: String,
+    /// Accuracy of this run minus the baseline's.
+    pub difference: f64,
+    /// Its 95% paired bootstrap interval: above 0 means this run is better.
+    pub interval: Interval,
+}
+
 /// The whole evaluation (`results.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
     /// What was evaluated.
     pub data: String,
+    /// How long each budget controller lived.
+    pub budget_scope: BudgetScope,
+    /// Tokens asked for per cloud request.
+    pub span: u32,
+    /// Prices the costs are computed at.
+    pub prices: Prices,
     /// Edge model.
     pub edge: String,
     /// Cloud identity.
@@ -135,56 +195,73 @@ struct RunState {
     controller: ReplyBudget,
     live: LiveBudget,
     result: RunResult,
-    correct: usize,
+    correct: Vec<bool>,
 }
 
-/// Evaluates every run of `specs` on `rows`, asking the cloud for `span` tokens per request
-/// (1 measures the router alone: every cloud token is one it chose); `progress(done, total)`
-/// after each question.
+/// How an evaluation asks the cloud and counts the budget.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    /// Tokens asked for per cloud request (1 measures the router alone: every cloud token is
+    /// one it chose).
+    pub span: u32,
+    /// How long a budget controller lives.
+    pub scope: BudgetScope,
+    /// Prices for the cost column.
+    pub prices: Prices,
+}
+
+/// Evaluates every run of `specs` on `rows`; `progress(done, total)` after each question.
 pub fn evaluate(
     weights: &EdgeWeights,
     edge: &mut dyn EdgeModel,
     mut cloud: Option<&mut dyn Cloud>,
     rows: &[Row],
     specs: Vec<RunSpec>,
-    span: u32,
+    setup: Setup,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Evaluation, EvalError> {
     let mut runs: Vec<RunState> = specs
         .into_iter()
-        .map(|spec| {
-            let budget = CloudBudget::share(spec.budget);
-            RunState {
-                controller: ReplyBudget::new(spec.scorer.threshold_for_share(spec.budget), 0.0),
-                live: LiveBudget::new(budget),
-                result: RunResult {
-                    router: spec.router.clone(),
-                    budget: spec.budget,
-                    n: 0,
-                    accuracy: 0.0,
-                    cloud_share: 0.0,
-                    cloud_requests: 0,
-                    cloud_prompt_tokens: 0,
-                    cloud_completion_tokens: 0,
-                    seconds: 0.0,
-                    edge_tokens: 0,
-                    cloud_tokens: 0,
-                    cloud_failures: 0,
+        .map(|spec| RunState {
+            controller: ReplyBudget::new(spec.scorer.threshold_for_share(spec.budget), 0.0),
+            live: LiveBudget::new(CloudBudget {
+                prices: setup.prices,
+                ..CloudBudget::share(spec.budget)
+            }),
+            result: RunResult {
+                router: spec.router.clone(),
+                resolved: spec.resolved.clone(),
+                budget: spec.budget,
+                n: 0,
+                accuracy: 0.0,
+                accuracy_interval: Interval {
+                    low: 0.0,
+                    high: 0.0,
                 },
-                correct: 0,
-                spec,
-            }
+                versus: Vec::new(),
+                cost_vs_cloud_only: None,
+                cloud_share: 0.0,
+                cloud_requests: 0,
+                cloud_prompt_tokens: 0,
+                cloud_completion_tokens: 0,
+                seconds: 0.0,
+                edge_tokens: 0,
+                cloud_tokens: 0,
+                cloud_failures: 0,
+            },
+            correct: Vec::with_capacity(rows.len()),
+            spec,
         })
         .collect();
     let count = runs.len();
     let mut replies = Vec::with_capacity(rows.len() * count);
     for (q, row) in rows.iter().enumerate() {
         let user = task::prompt(row);
-        let prompt = edge.tokenize(&weights.chat_prompt(&[("user", &user)])?, true);
-        let messages = [("user".to_owned(), user)];
+        let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user(&user)])?, true);
+        let messages = [Message::user(user)];
         let options = DecodeOptions {
             max_tokens: task::max_tokens(row),
-            span: span.max(1),
+            span: setup.span.max(1),
             ..DecodeOptions::default()
         };
         for k in 0..count {
@@ -199,21 +276,25 @@ pub fn evaluate(
                 }
                 true
             };
+            let collaboration = Collaboration {
+                // Casts shorten the trait objects' lifetimes to this one reply.
+                edge: &mut *edge as &mut dyn EdgeModel,
+                cloud: cloud.as_mut().map(|c| &mut **c as &mut dyn Cloud),
+                router: run.spec.scorer.as_ref(),
+                budget: &run.live,
+                messages: &messages,
+            };
             let started = Instant::now();
-            let usage = generate_with(
-                Collaboration {
-                    // Casts shorten the trait objects' lifetimes to this one reply.
-                    edge: &mut *edge as &mut dyn EdgeModel,
-                    cloud: cloud.as_mut().map(|c| &mut **c as &mut dyn Cloud),
-                    router: run.spec.scorer.as_ref(),
-                    budget: &run.live,
-                    messages: &messages,
-                },
-                &prompt,
-                &options,
-                &mut run.controller,
-                &mut sink,
-            )?;
+            let usage = match setup.scope {
+                BudgetScope::Reply => generate(collaboration, &prompt, &options, &mut sink)?,
+                BudgetScope::Run => generate_with(
+                    collaboration,
+                    &prompt,
+                    &options,
+                    &mut run.controller,
+                    &mut sink,
+                )?,
+            };
             let r = &mut run.result;
             r.seconds += started.elapsed().as_secs_f64();
             r.n += 1;
@@ -224,7 +305,7 @@ pub fn evaluate(
             r.cloud_completion_tokens += usage.cloud_completion_tokens;
             r.cloud_failures += failures;
             let correct = task::is_correct(row, &reply);
-            run.correct += usize::from(correct);
+            run.correct.push(correct);
             replies.push(ReplyRecord {
                 question: row.id().to_owned(),
                 router: run.spec.router.clone(),
@@ -237,16 +318,48 @@ pub fn evaluate(
         }
         progress(q + 1, rows.len());
     }
-    let runs = runs
-        .into_iter()
-        .map(|run| {
+    let runs = compare(runs, setup.prices);
+    Ok(Evaluation { runs, replies })
+}
+
+/// Fills in each run's accuracy, share and cost, and its paired differences to the baselines.
+fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
+    let cost = |r: &RunResult| prices.cost(r.cloud_prompt_tokens, r.cloud_completion_tokens);
+    let cloud_only_cost = runs
+        .iter()
+        .find(|run| run.result.router == "cloud-only")
+        .map(|run| cost(&run.result));
+    let versus = |run: &RunState| -> Vec<PairedDifference> {
+        let is_reference = |other: &RunState| match other.result.router.as_str() {
+            "edge-only" | "cloud-only" => true,
+            name => BASELINES.contains(&name) && other.spec.budget == run.spec.budget,
+        };
+        runs.iter()
+            .filter(|other| other.result.router != run.result.router && is_reference(other))
+            .map(|other| PairedDifference {
+                baseline: other.result.router.clone(),
+                difference: mean(&run.correct) - mean(&other.correct),
+                interval: stats::paired_difference_interval(&run.correct, &other.correct),
+            })
+            .collect()
+    };
+    let compared: Vec<Vec<PairedDifference>> = runs.iter().map(versus).collect();
+    runs.into_iter()
+        .zip(compared)
+        .map(|(run, versus)| {
             let mut r = run.result;
-            r.accuracy = run.correct as f64 / r.n.max(1) as f64;
+            r.accuracy = mean(&run.correct);
+            r.accuracy_interval = stats::accuracy_interval(&run.correct);
+            r.versus = versus;
+            r.cost_vs_cloud_only = cloud_only_cost.filter(|&c| c > 0.0).map(|c| cost(&r) / c);
             r.cloud_share = r.cloud_tokens as f64 / (r.edge_tokens + r.cloud_tokens).max(1) as f64;
             r
         })
-        .collect();
-    Ok(Evaluation { runs, replies })
+        .collect()
+}
+
+fn mean(correct: &[bool]) -> f64 {
+    correct.iter().filter(|&&c| c).count() as f64 / correct.len().max(1) as f64
 }
 
 /// Share of the edge→cloud accuracy gap a run recovers (1 = as accurate as cloud-only).

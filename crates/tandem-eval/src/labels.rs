@@ -15,6 +15,7 @@ use crate::task;
 use tandem_core::cloud::{Cloud, CloudError, CloudRequest, VOCAB_PROBE};
 use tandem_core::edge::{EdgeError, EdgeModel, Outputs, TokenId};
 use tandem_core::local::{EdgeWeights, LoadError};
+use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
 
 /// Why collection stopped.
@@ -77,9 +78,9 @@ pub fn collect(
             continue;
         }
         let user = task::prompt(row);
-        let prompt_text = weights.chat_prompt(&[("user", &user)])?;
+        let prompt_text = weights.chat_prompt(&[Message::user(&user)])?;
         let prompt = edge.tokenize(&prompt_text, true);
-        let messages = [("user".to_owned(), user)];
+        let messages = [Message::user(user)];
         let answer = cloud.complete(&CloudRequest {
             ids: if as_ids { &prompt } else { &[] },
             text: &|| prompt_text.clone(),

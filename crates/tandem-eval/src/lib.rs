@@ -10,5 +10,6 @@ pub mod data;
 pub mod eval;
 pub mod features;
 pub mod labels;
+pub mod stats;
 pub mod task;
 pub mod train;

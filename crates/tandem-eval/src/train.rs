@@ -805,6 +805,7 @@ mod tests {
                 entropy,
             },
             hidden: Some(&r.hidden),
+            position: 0,
         })
     }
 
@@ -955,10 +956,12 @@ mod tests {
         let without = loaded.score(&Features {
             signals,
             hidden: None,
+            position: 0,
         });
         let with = loaded.score(&Features {
             signals,
             hidden: Some(&[9.0; 16]),
+            position: 0,
         });
         assert_eq!(without, with);
         assert_scores_match_training(&loaded, &set, &options);

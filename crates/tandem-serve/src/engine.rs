@@ -11,6 +11,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Instant;
 use tandem_core::edge::{EdgeModel, Outputs};
 use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
 use tandem_core::utf8_stream::Utf8Stream;
 use tokio::sync::mpsc::UnboundedSender;
@@ -36,7 +37,7 @@ pub enum JobPrompt {
     /// Text, tokenized with control tokens parsed.
     Text(String),
     /// Chat messages, rendered with the model's template.
-    Chat(Vec<(String, String)>),
+    Chat(Vec<Message>),
 }
 
 /// One completion to run.
@@ -84,7 +85,7 @@ pub struct Counters {
     pub completion_tokens: AtomicU64,
 }
 
-enum Message {
+enum ThreadRequest {
     Complete(Job),
     Tokenize {
         text: String,
@@ -96,7 +97,7 @@ enum Message {
 /// A cheap, cloneable way to reach the model thread.
 #[derive(Clone)]
 pub struct EngineHandle {
-    sender: mpsc::Sender<Message>,
+    sender: mpsc::Sender<ThreadRequest>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) model_name: String,
 }
@@ -123,14 +124,14 @@ impl EngineHandle {
                 let _ = ready_tx.send(Ok(()));
                 for message in receiver {
                     match message {
-                        Message::Tokenize {
+                        ThreadRequest::Tokenize {
                             text,
                             add_special,
                             reply,
                         } => {
                             let _ = reply.send(edge.tokenize(&text, add_special));
                         }
-                        Message::Complete(job) => {
+                        ThreadRequest::Complete(job) => {
                             if !options.prefix_reuse {
                                 edge.truncate(0);
                             }
@@ -153,7 +154,7 @@ impl EngineHandle {
     /// Queues a completion.
     pub fn complete(&self, job: Job) -> Result<(), String> {
         self.sender
-            .send(Message::Complete(job))
+            .send(ThreadRequest::Complete(job))
             .map_err(|_| "the model thread has stopped".to_owned())
     }
 
@@ -161,7 +162,7 @@ impl EngineHandle {
     pub async fn tokenize(&self, text: String, add_special: bool) -> Result<Vec<i32>, String> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.sender
-            .send(Message::Tokenize {
+            .send(ThreadRequest::Tokenize {
                 text,
                 add_special,
                 reply,
@@ -193,16 +194,10 @@ fn run_job(
             ids
         }
         JobPrompt::Text(text) => edge.tokenize(&text, true),
-        JobPrompt::Chat(messages) => {
-            let turns: Vec<(&str, &str)> = messages
-                .iter()
-                .map(|(r, c)| (r.as_str(), c.as_str()))
-                .collect();
-            match weights.chat_prompt(&turns) {
-                Ok(text) => edge.tokenize(&text, true),
-                Err(e) => return fail(e.to_string()),
-            }
-        }
+        JobPrompt::Chat(messages) => match weights.chat_prompt(&messages) {
+            Ok(text) => edge.tokenize(&text, true),
+            Err(e) => return fail(e.to_string()),
+        },
     };
     if prompt.is_empty() {
         return fail("the prompt is empty".into());

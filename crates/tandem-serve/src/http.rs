@@ -14,6 +14,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
+use tandem_core::message::Message;
 use tandem_core::sampling::SamplingParams;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -201,11 +202,15 @@ async fn chat_completions(State(engine): State<EngineHandle>, body: Bytes) -> Re
         Ok(r) => r,
         Err(message) => return bad_request(message),
     };
-    let messages = r
+    let messages = match r
         .messages
         .into_iter()
-        .map(|m| (m.role, m.content))
-        .collect();
+        .map(|m| Ok(Message::new(m.role.parse()?, m.content)))
+        .collect::<Result<Vec<_>, String>>()
+    {
+        Ok(messages) => messages,
+        Err(message) => return bad_request(message),
+    };
     let logprobs = r
         .logprobs
         .unwrap_or(false)

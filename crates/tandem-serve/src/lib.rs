@@ -9,7 +9,8 @@
 pub mod cli;
 mod engine;
 mod http;
-pub mod stand_in;
+mod stand_in;
+pub mod startup;
 mod wire;
 
 pub use engine::{EngineHandle, ServeOptions};

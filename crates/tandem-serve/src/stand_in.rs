@@ -1,7 +1,8 @@
 //! The local stand-in cloud: when no cloud is configured, Tandem serves the configured
 //! cloud model (`serve.model`, Qwen2.5-Coder-1.5B by default) itself on a free port of
 //! 127.0.0.1, so routing works out of the box with nothing leaving the machine. The CLI and
-//! the desktop app both start it here; it stops when the returned handle is dropped.
+//! the desktop app both start it through [`crate::startup`]; it stops when the returned handle
+//! is dropped.
 
 use crate::{start, EngineHandle, Running, ServeOptions};
 use tandem_core::config::Config;
@@ -10,7 +11,7 @@ use tandem_core::models::{self, ModelError};
 use tandem_core::paths::Paths;
 
 /// What happened to the stand-in.
-pub enum StandIn {
+enum StandIn {
     /// A cloud is configured: nothing was started.
     NotNeeded,
     /// Running; point the client at [`Running::base_url`].
@@ -20,7 +21,7 @@ pub enum StandIn {
 }
 
 /// Starts the stand-in if `config` names no cloud.
-pub fn start_if_needed(config: &Config, paths: &Paths) -> StandIn {
+fn start_if_needed(config: &Config, paths: &Paths) -> StandIn {
     if !config.cloud.wants_stand_in() {
         return StandIn::NotNeeded;
     }
@@ -58,7 +59,7 @@ pub fn start_if_needed(config: &Config, paths: &Paths) -> StandIn {
 /// its model's name (what routers trained for this pair record as the cloud). Returns the
 /// running server (keep it alive while the engine is used) and a notice when it could not
 /// start (replies are then local).
-pub fn attach(config: &mut Config, paths: &Paths) -> (Option<Running>, Option<String>) {
+pub(crate) fn attach(config: &mut Config, paths: &Paths) -> (Option<Running>, Option<String>) {
     match start_if_needed(config, paths) {
         StandIn::Started(running) => {
             config.cloud.url = running.base_url();

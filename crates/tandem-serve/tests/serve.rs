@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, CloudRequest, VOCAB_PROBE};
 use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_core::message::Message;
 use tandem_serve::{start, EngineHandle, Running, ServeOptions};
 
 fn model() -> Option<PathBuf> {
@@ -53,7 +54,7 @@ fn completions_by_ids_match_local_greedy_decoding_and_report_ids() {
     let server = serve(path.clone(), true);
     let weights = EdgeWeights::load(&path, "smollm2").unwrap();
     let prompt = weights
-        .chat_prompt(&[("user", "What is the capital of France?")])
+        .chat_prompt(&[Message::user("What is the capital of France?")])
         .unwrap();
     let ids = weights.tokenize(&prompt, true);
 

@@ -211,7 +211,7 @@ impl CloudClient {
                 let mut messages: Vec<serde_json::Value> = request
                     .messages
                     .iter()
-                    .map(|(role, content)| json!({"role": role, "content": content}))
+                    .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
                     .collect();
                 let reply = (request.reply)();
                 if reply.is_empty() {
@@ -268,7 +268,7 @@ impl Cloud for CloudClient {
                 let mut sent: String = request
                     .messages
                     .iter()
-                    .map(|(role, content)| format!("[{role}]\n{content}\n\n"))
+                    .map(|m| format!("[{}]\n{}\n\n", m.role.as_str(), m.content))
                     .collect();
                 let reply = (request.reply)();
                 if !reply.is_empty() {

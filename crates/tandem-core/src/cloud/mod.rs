@@ -5,11 +5,16 @@
 //! panics: the loop turns each one into a notice and keeps the edge token.
 
 mod client;
+mod presets;
+mod settings;
 mod wire;
 
 pub use client::{CloudClient, CloudConfig, CloudMode};
+pub use presets::{CloudPreset, CLOUD_PRESETS};
+pub use settings::is_on_this_machine;
 
 use crate::edge::TokenId;
+use crate::message::Message;
 use std::fmt;
 
 /// Text whose tokenization tells whether the cloud shares the edge vocabulary: words,
@@ -59,8 +64,8 @@ pub struct CloudRequest<'a> {
     pub ids: &'a [TokenId],
     /// The same prompt as text, computed only when the cloud needs text.
     pub text: &'a dyn Fn() -> String,
-    /// The conversation as messages `(role, content)`, for chat-mode clouds.
-    pub messages: &'a [(String, String)],
+    /// The conversation as messages, for chat-mode clouds.
+    pub messages: &'a [Message],
     /// The reply so far, for chat-mode clouds (continued as a final assistant message).
     pub reply: &'a dyn Fn() -> String,
     /// Maximum tokens to return (the span).
@@ -128,6 +133,36 @@ pub enum CloudError {
         /// What was wrong.
         detail: String,
     },
+}
+
+/// What a failure means for the user, whatever the transport said: the vocabulary front
+/// ends branch on (the app's error kinds, "test connection").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloudErrorKind {
+    /// Nothing answers there, or not in time.
+    Unreachable,
+    /// The API key was refused.
+    WrongKey,
+    /// The server has no such model or endpoint.
+    ModelNotFound,
+    /// Anything else (rate limits, server errors, malformed replies).
+    Other,
+}
+
+impl CloudError {
+    /// What the failure means for the user.
+    pub fn kind(&self) -> CloudErrorKind {
+        match self {
+            CloudError::Unreachable { .. } | CloudError::Timeout { .. } => {
+                CloudErrorKind::Unreachable
+            }
+            CloudError::Unauthorized { .. } => CloudErrorKind::WrongKey,
+            CloudError::NotFound { .. } => CloudErrorKind::ModelNotFound,
+            CloudError::RateLimited | CloudError::Server { .. } | CloudError::Malformed { .. } => {
+                CloudErrorKind::Other
+            }
+        }
+    }
 }
 
 /// An OpenAI-compatible model the loop can ask for the next tokens.

@@ -290,12 +290,11 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let mut sink = |_: Event| true;
-    let (kept, next) = reply
-        .ask_cloud(&step, 1.0, 4, &mut sink)
-        .unwrap()
-        .unwrap()
-        .ok()
-        .unwrap();
+    let CloudOutcome::Continued { tokens: kept, next } =
+        reply.ask_cloud(&step, 1.0, 4, &mut sink).unwrap()
+    else {
+        panic!("the cloud's span was kept")
+    };
     assert_eq!(
         kept.iter().map(|t| t.id).collect::<Vec<_>>(),
         vec![1003, 1004, 1005, 1006]
@@ -330,12 +329,11 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
         &mut controller,
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
-    let (kept, next) = reply
-        .ask_cloud(&step, 1.0, 4, &mut sink)
-        .unwrap()
-        .unwrap()
-        .ok()
-        .unwrap();
+    let CloudOutcome::Continued { tokens: kept, next } =
+        reply.ask_cloud(&step, 1.0, 4, &mut sink).unwrap()
+    else {
+        panic!("the cloud's span was kept")
+    };
     assert_eq!(kept.len(), 1);
     assert_eq!(reply.edge.tokens(), &[1, 2, 3, 50]);
     assert_eq!(

@@ -61,6 +61,7 @@ mod tests {
                 entropy,
             },
             hidden: None,
+            position: 3,
         }
     }
 

@@ -52,7 +52,7 @@ pub enum MlpError {
 }
 
 /// The models a router belongs to: the edge GGUF's sha256 and the cloud model's name or hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelPair {
     /// sha256 of the edge GGUF file.
     pub edge_sha256: String,
@@ -326,6 +326,7 @@ pub(crate) mod tests {
                 entropy,
             },
             hidden: Some(hidden),
+            position: 3,
         }
     }
 

@@ -4,14 +4,18 @@
 //! pure functions of [`Features`]; whether a scored token actually goes to the cloud is the
 //! budget's decision ([`crate::budget`]), so a router never sees money or counts.
 
+mod baseline;
 mod confidence;
 mod mlp;
 
+pub use baseline::{FirstTokenRouter, RandomRouter};
 pub use confidence::{EntropyRouter, FixedRouter, MarginRouter};
 pub use mlp::{MlpError, MlpRouter, ModelPair};
 
+use crate::models::{self, ModelError};
 use crate::signals::Signals;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 use std::str::FromStr;
 
 /// What a router may look at for one position.
@@ -21,6 +25,8 @@ pub struct Features<'a> {
     pub signals: Signals,
     /// The edge model's last-layer hidden state, when the engine computed it.
     pub hidden: Option<&'a [f32]>,
+    /// Where the token stands in the reply (0 is the reply's first token).
+    pub position: u32,
 }
 
 /// Maps one position's features to a criticality score.
@@ -54,16 +60,22 @@ pub enum RouterKind {
     Margin,
     /// A trained MLP on the hidden state and the signals.
     Mlp,
+    /// Baseline: the cloud writes each reply's first token.
+    FirstToken,
+    /// Baseline: random positions (seeded), chance at the same share.
+    Random,
 }
 
 impl RouterKind {
     /// Every kind, in the order the CLI lists them.
-    pub const ALL: [RouterKind; 5] = [
+    pub const ALL: [RouterKind; 7] = [
         RouterKind::EdgeOnly,
         RouterKind::CloudOnly,
         RouterKind::Entropy,
         RouterKind::Margin,
         RouterKind::Mlp,
+        RouterKind::FirstToken,
+        RouterKind::Random,
     ];
 
     /// The name users type.
@@ -74,6 +86,8 @@ impl RouterKind {
             RouterKind::Entropy => "entropy",
             RouterKind::Margin => "margin",
             RouterKind::Mlp => "mlp",
+            RouterKind::FirstToken => "first-token",
+            RouterKind::Random => "random",
         }
     }
 }
@@ -101,6 +115,22 @@ impl FromStr for RouterKind {
     }
 }
 
+impl ModelPair {
+    /// The identity a router file records for the edge model `edge` (a catalogue name, whose
+    /// checksum is known, or a GGUF at `edge_path`, which is hashed) and the cloud model
+    /// `cloud` (its served name).
+    pub fn identify(edge: &str, edge_path: &Path, cloud: &str) -> Result<ModelPair, ModelError> {
+        let edge_sha256 = match models::find(edge) {
+            Some(entry) => entry.sha256,
+            None => models::sha256_file(edge_path)?,
+        };
+        Ok(ModelPair {
+            edge_sha256,
+            cloud: cloud.to_owned(),
+        })
+    }
+}
+
 /// The MLP router trained for the default pair (Qwen2.5-Coder-0.5B edge, Qwen2.5-Coder-1.5B
 /// cloud) on CommonsenseQA train; how it was made: `models/routers/README.md`.
 const SHIPPED_MLP: &[u8] =
@@ -108,11 +138,7 @@ const SHIPPED_MLP: &[u8] =
 
 /// The router shipped for `pair`, if Tandem ships one.
 pub fn shipped(pair: &ModelPair) -> Result<MlpRouter, MlpError> {
-    MlpRouter::from_bytes(
-        SHIPPED_MLP,
-        std::path::Path::new("(shipped router)"),
-        Some(pair),
-    )
+    MlpRouter::from_bytes(SHIPPED_MLP, Path::new("(shipped router)"), Some(pair))
 }
 
 /// Builds the router a user picked. The MLP router without a file of its own is the one
@@ -120,7 +146,7 @@ pub fn shipped(pair: &ModelPair) -> Result<MlpRouter, MlpError> {
 /// file) is not used: the entropy router takes over and the returned message says why.
 pub fn build(
     kind: RouterKind,
-    mlp_path: Option<&std::path::Path>,
+    mlp_path: Option<&Path>,
     pair: &ModelPair,
 ) -> (Box<dyn Router>, Option<String>) {
     match kind {
@@ -128,6 +154,8 @@ pub fn build(
         RouterKind::CloudOnly => (Box::new(FixedRouter(1.0)), None),
         RouterKind::Entropy => (Box::new(EntropyRouter), None),
         RouterKind::Margin => (Box::new(MarginRouter), None),
+        RouterKind::FirstToken => (Box::new(FirstTokenRouter), None),
+        RouterKind::Random => (Box::new(RandomRouter::default()), None),
         RouterKind::Mlp => {
             let loaded = match mlp_path {
                 Some(path) => MlpRouter::load(path, Some(pair)).map_err(|e| e.to_string()),

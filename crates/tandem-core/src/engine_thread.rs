@@ -10,13 +10,14 @@ use crate::budget::LiveBudget;
 use crate::config::Config;
 use crate::engine::{Engine, OpenError, ReplyMode};
 use crate::event::{Event, FinishReason, NoticeKind, Timings, Usage};
+use crate::message::Message;
 use crate::paths::Paths;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 struct Job {
-    history: Vec<(String, String)>,
+    history: Vec<Message>,
     mode: ReplyMode,
     events: mpsc::Sender<Event>,
     cancel: Arc<AtomicBool>,
@@ -59,16 +60,16 @@ impl ReplyStopper {
 pub struct WorkerGone;
 
 /// A handle on the engine thread; dropping it ends the thread after the current reply.
-pub struct EngineWorker {
+pub struct EngineThread {
     commands: Option<mpsc::Sender<Job>>,
     budget: LiveBudget,
     notices: Vec<String>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl EngineWorker {
+impl EngineThread {
     /// Loads the engine on a new thread; returns once it is ready, or the load error.
-    pub fn spawn(config: Config, paths: Paths) -> Result<EngineWorker, OpenError> {
+    pub fn spawn(config: Config, paths: Paths) -> Result<EngineThread, OpenError> {
         let (commands, inbox) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -109,7 +110,7 @@ impl EngineWorker {
         let (budget, notices) = started
             .recv()
             .map_err(|_| OpenError::Thread("the engine thread stopped while loading".into()))??;
-        Ok(EngineWorker {
+        Ok(EngineThread {
             commands: Some(commands),
             budget,
             notices,
@@ -117,13 +118,9 @@ impl EngineWorker {
         })
     }
 
-    /// Answers the last message of `history` (`(role, content)`, oldest first) in `mode`;
-    /// the reply streams on the returned handle. Jobs run one after another.
-    pub fn reply(
-        &self,
-        history: Vec<(String, String)>,
-        mode: ReplyMode,
-    ) -> Result<ReplyHandle, WorkerGone> {
+    /// Answers the last message of `history` (oldest first) in `mode`; the reply streams on
+    /// the returned handle. Jobs run one after another.
+    pub fn reply(&self, history: Vec<Message>, mode: ReplyMode) -> Result<ReplyHandle, WorkerGone> {
         let (events, receiver) = mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
         self.commands
@@ -153,7 +150,7 @@ impl EngineWorker {
     }
 }
 
-impl Drop for EngineWorker {
+impl Drop for EngineThread {
     fn drop(&mut self) {
         // Closing the channel ends the thread's loop.
         self.commands.take();

@@ -1,0 +1,75 @@
+//! From the user's cloud settings to a client configuration: the one place that looks up the
+//! API key and decides whether a keyring problem is worth telling the user.
+
+use super::CloudConfig;
+use crate::config::CloudSettings;
+use crate::secrets;
+use std::time::Duration;
+
+impl CloudConfig {
+    /// The configuration for the endpoint `url` as `settings` describe it (model, mode,
+    /// timeout), with the stored API key. The notice says why no key could be read, when that
+    /// matters: a cloud on this machine (the local stand-in) needs none.
+    pub fn from_settings(url: &str, settings: &CloudSettings) -> (CloudConfig, Option<String>) {
+        let lookup = secrets::api_key();
+        let notice = lookup
+            .keyring_problem
+            .filter(|_| !is_on_this_machine(url))
+            .map(|problem| {
+                format!(
+                    "the OS keyring is unavailable ({problem}); set {} to send an API key",
+                    secrets::API_KEY_VAR
+                )
+            });
+        let mut config = CloudConfig::new(url);
+        config.model = settings.model.clone();
+        config.mode = settings.mode;
+        config.api_key = lookup.key.map(|(key, _)| key);
+        // A timeout that is no number of seconds (NaN, infinite) keeps the default.
+        if let Ok(timeout) = Duration::try_from_secs_f32(settings.timeout_secs.max(0.1)) {
+            config.request_timeout = timeout;
+        }
+        (config, notice)
+    }
+}
+
+/// Whether `url` points at this machine (loopback).
+pub fn is_on_this_machine(url: &str) -> bool {
+    ["://127.0.0.1", "://localhost", "://[::1]"]
+        .iter()
+        .any(|host| url.contains(host))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_carry_model_mode_and_timeout_and_a_broken_timeout_keeps_the_default() {
+        let mut settings = CloudSettings {
+            model: Some("big".into()),
+            mode: crate::cloud::CloudMode::Chat,
+            timeout_secs: 7.5,
+            ..CloudSettings::default()
+        };
+        let (config, _) = CloudConfig::from_settings("http://127.0.0.1:9/v1/", &settings);
+        assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(config.model.as_deref(), Some("big"));
+        assert_eq!(config.mode, crate::cloud::CloudMode::Chat);
+        assert_eq!(config.request_timeout, Duration::from_secs_f32(7.5));
+        settings.timeout_secs = f32::INFINITY;
+        let (config, _) = CloudConfig::from_settings("http://127.0.0.1:9/v1", &settings);
+        assert_eq!(
+            config.request_timeout,
+            CloudConfig::new("x").request_timeout
+        );
+    }
+
+    #[test]
+    fn loopback_urls_are_on_this_machine() {
+        assert!(is_on_this_machine("http://127.0.0.1:8081/v1"));
+        assert!(is_on_this_machine("http://localhost:8080/v1"));
+        assert!(is_on_this_machine("http://[::1]:1/v1"));
+        assert!(!is_on_this_machine("https://openrouter.ai/api/v1"));
+    }
+}
