@@ -5,7 +5,6 @@
 //! panics: the loop turns each one into a notice and keeps the edge token.
 
 mod client;
-mod wire;
 
 pub use client::{CloudClient, CloudConfig, CloudMode};
 
