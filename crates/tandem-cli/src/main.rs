@@ -11,6 +11,7 @@ mod generate;
 mod key;
 mod models;
 mod pair;
+mod serve;
 mod settings;
 mod train_router;
 mod view;
@@ -42,7 +43,7 @@ enum Command {
         action: key::Action,
     },
     /// Serve a model as an OpenAI-compatible API on 127.0.0.1.
-    Serve(tandem_serve::cli::Args),
+    Serve(serve::Args),
     /// Download question-answering data sets (for training and evaluation).
     Data {
         #[command(subcommand)]
@@ -61,7 +62,7 @@ fn main() -> std::process::ExitCode {
         Command::Generate(args) => generate::run(args),
         Command::Chat(args) => chat::run(args),
         Command::Key { action } => key::run(action),
-        Command::Serve(args) => tandem_serve::cli::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Data { action } => data::run(action),
         Command::TrainRouter(args) => train_router::run(args),
         Command::Eval(args) => eval::run(args),

@@ -12,7 +12,7 @@ fn tandem(home: &std::path::Path) -> Command {
 }
 
 fn smollm2() -> Option<PathBuf> {
-    tandem_fake_cloud::peers::model(tandem_fake_cloud::peers::SMOLLM2)
+    tandem_test_peers::model(tandem_test_peers::SMOLLM2)
 }
 
 /// `tandem generate --json` with one thread against `fake`, plus `flags`.

@@ -7,8 +7,8 @@ use tandem_core::local::{EdgeWeights, LocalOptions};
 use tandem_eval::data::{ChoiceRow, Choices, Row};
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
 use tandem_eval::labels;
-use tandem_fake_cloud::peers::{model, LlamaServer, SMOLLM2};
 use tandem_fake_cloud::{FakeCloud, Script};
+use tandem_test_peers::{model, LlamaServer, SMOLLM2};
 
 fn rows(n: usize) -> Vec<Row> {
     (0..n)

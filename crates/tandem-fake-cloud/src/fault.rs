@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use tandem_wire::ErrorBody;
 
 use crate::response;
 
@@ -39,11 +39,8 @@ impl Fault {
             Fault::TooManyRequests { retry_after_secs } => {
                 let mut rate_limited = response::error(
                     StatusCode::TOO_MANY_REQUESTS,
-                    json!({
-                        "message": "Rate limit reached for requests",
-                        "type": "requests",
-                        "code": "rate_limit_exceeded",
-                    }),
+                    ErrorBody::new("Rate limit reached for requests", "requests")
+                        .with_code("rate_limit_exceeded"),
                 );
                 rate_limited
                     .headers_mut()
@@ -52,10 +49,10 @@ impl Fault {
             }
             Fault::ServerError => Some(response::error(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                json!({
-                    "message": "The server had an error while processing your request.",
-                    "type": "server_error",
-                }),
+                ErrorBody::new(
+                    "The server had an error while processing your request.",
+                    "server_error",
+                ),
             )),
             Fault::MalformedJson => Some(malformed(stream)),
             Fault::Unauthorized => Some(unauthorized()),
@@ -67,11 +64,8 @@ impl Fault {
 pub(crate) fn unauthorized() -> Response {
     response::error(
         StatusCode::UNAUTHORIZED,
-        json!({
-            "message": "Incorrect API key provided",
-            "type": "invalid_request_error",
-            "code": "invalid_api_key",
-        }),
+        ErrorBody::new("Incorrect API key provided", "invalid_request_error")
+            .with_code("invalid_api_key"),
     )
 }
 

@@ -15,20 +15,25 @@
 //!
 //! let client = reqwest::blocking::Client::new();
 //! let url = format!("{}/completions", cloud.base_url());
-//! let request = serde_json::json!({ "prompt": "Say hi", "max_tokens": 3 });
+//! let request = tandem_wire::CompletionRequest {
+//!     prompt: tandem_wire::Prompt::Text("Say hi".into()),
+//!     logprobs: None,
+//!     generation: tandem_wire::Generation {
+//!         max_tokens: Some(3),
+//!         ..Default::default()
+//!     },
+//! };
 //! assert_eq!(client.post(&url).json(&request).send()?.status(), 500);
-//! let answer: serde_json::Value = client.post(&url).json(&request).send()?.json()?;
-//! assert_eq!(answer["choices"][0]["text"], "Hello, world");
+//! let answer: tandem_wire::Completion = client.post(&url).json(&request).send()?.json()?;
+//! assert_eq!(answer.choices[0].text(), "Hello, world");
 //! assert_eq!(cloud.requests(), 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The `tandem-fake-cloud` binary serves the same fake for end-to-end tests of the app.
-//! [`peers`] holds what the tests share besides the fake: the real test models and llama.cpp's
-//! `llama-server` as the independent OpenAI-compatible peer.
+//! The `tandem-fake-cloud` binary serves the same fake for end-to-end tests of the app. The
+//! real peers (test models, llama.cpp's `llama-server`) are in `tandem-test-peers`.
 
 mod fault;
-pub mod peers;
 mod request;
 mod response;
 mod routes;

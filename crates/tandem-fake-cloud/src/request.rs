@@ -1,40 +1,35 @@
 //! Reading the parts of a completion request that shape the answer.
 //!
-//! Only the fields the fake acts on are read; everything else is ignored, as a lenient server
-//! would. Fields of the wrong type are rejected so a client bug shows up as a 400, not as a
-//! silently different answer.
+//! Requests are read as the shared wire types (`tandem-wire`), so the fake accepts exactly
+//! what Tandem's client sends; fields it does not act on are ignored, and fields of the wrong
+//! type are rejected, so a client bug shows up as a 400, not as a silently different answer.
 
-use serde_json::Value;
-
-/// The two completion endpoints; they share token generation and differ in framing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Endpoint {
-    /// `POST /v1/completions`, the legacy text completion API.
-    Completions,
-    /// `POST /v1/chat/completions`.
-    Chat,
-}
+use serde_json::error::Category;
+use tandem_wire::{ChatRequest, CompletionRequest, Endpoint, MessageContent, Prompt};
 
 /// Why a completion request was answered with 400.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BadRequest {
     /// The body is not JSON at all.
     #[error("We could not parse the JSON body of your request: {0}")]
-    NotJson(#[from] serde_json::Error),
-    /// `prompt` is missing or neither a string nor an array of token ids.
-    #[error("'prompt' must be a string or an array of integer token ids")]
-    Prompt,
-    /// `messages` is missing or not an array of messages.
-    #[error("'messages' must be an array of messages")]
-    Messages,
-    /// `max_tokens` is not a non-negative integer.
-    #[error("'max_tokens' must be a non-negative integer")]
-    MaxTokens,
+    NotJson(serde_json::Error),
+    /// The JSON is not a request of the endpoint: a field is missing or of the wrong type.
+    #[error("invalid request body: {0}")]
+    Shape(serde_json::Error),
 }
 
-/// The fields of a completion request that decide the answer.
+impl From<serde_json::Error> for BadRequest {
+    fn from(e: serde_json::Error) -> Self {
+        match e.classify() {
+            Category::Syntax | Category::Eof | Category::Io => BadRequest::NotJson(e),
+            Category::Data => BadRequest::Shape(e),
+        }
+    }
+}
+
+/// What a completion request asks the fake for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CompletionRequest {
+pub(crate) struct Asked {
     /// Prompt size reported in `usage`: ids for id prompts, words otherwise.
     pub prompt_tokens: usize,
     /// How many scripted tokens to answer with.
@@ -46,65 +41,45 @@ pub(crate) struct CompletionRequest {
 }
 
 /// `max_tokens` when the request leaves it out, as OpenAI's legacy API does.
-const DEFAULT_MAX_TOKENS: usize = 16;
+const DEFAULT_MAX_TOKENS: u32 = 16;
 
-impl CompletionRequest {
+impl Asked {
     /// Reads a request body sent to `endpoint`.
-    pub fn parse(endpoint: Endpoint, body: &Value) -> Result<CompletionRequest, BadRequest> {
-        let prompt_tokens = match endpoint {
-            Endpoint::Completions => prompt_tokens(body.get("prompt"))?,
-            Endpoint::Chat => message_words(body.get("messages"))?,
+    pub fn parse(endpoint: Endpoint, body: &[u8]) -> Result<Asked, BadRequest> {
+        let asked = match endpoint {
+            Endpoint::Completions => {
+                let request: CompletionRequest = serde_json::from_slice(body)?;
+                Asked {
+                    prompt_tokens: match &request.prompt {
+                        Prompt::Text(text) => words(text).max(1),
+                        Prompt::Ids(ids) => ids.len(),
+                    },
+                    max_tokens: request.generation.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)
+                        as usize,
+                    stream: request.generation.stream,
+                    logprobs: request.logprobs.and_then(|l| l.alternatives()).is_some(),
+                }
+            }
+            Endpoint::Chat => {
+                let request: ChatRequest = serde_json::from_slice(body)?;
+                Asked {
+                    prompt_tokens: request
+                        .messages
+                        .iter()
+                        .map(|message| content_words(&message.content))
+                        .sum(),
+                    max_tokens: request.token_limit().unwrap_or(DEFAULT_MAX_TOKENS) as usize,
+                    stream: request.generation.stream,
+                    logprobs: request.logprob_alternatives().is_some(),
+                }
+            }
         };
-        let max_tokens = match body.get("max_tokens").or(body.get("max_completion_tokens")) {
-            None | Some(Value::Null) => DEFAULT_MAX_TOKENS,
-            Some(value) => value
-                .as_u64()
-                .and_then(|n| usize::try_from(n).ok())
-                .ok_or(BadRequest::MaxTokens)?,
-        };
-        Ok(CompletionRequest {
-            prompt_tokens,
-            max_tokens,
-            stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-            logprobs: body.get("logprobs").is_some_and(truthy),
-        })
+        Ok(asked)
     }
 }
 
-/// `logprobs` is an int in the legacy API and a bool in the chat API.
-fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|n| n != 0.0),
-        _ => false,
-    }
-}
-
-fn prompt_tokens(prompt: Option<&Value>) -> Result<usize, BadRequest> {
-    match prompt {
-        Some(Value::String(text)) => Ok(words(text).max(1)),
-        Some(Value::Array(ids)) if ids.iter().all(|id| id.is_i64() || id.is_u64()) => Ok(ids.len()),
-        _ => Err(BadRequest::Prompt),
-    }
-}
-
-fn message_words(messages: Option<&Value>) -> Result<usize, BadRequest> {
-    let messages = messages
-        .and_then(Value::as_array)
-        .ok_or(BadRequest::Messages)?;
-    Ok(messages
-        .iter()
-        .map(|message| match message.get("content") {
-            Some(Value::String(text)) => words(text),
-            // Content parts: only the text parts count.
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .filter_map(|part| part.get("text").and_then(Value::as_str))
-                .map(words)
-                .sum(),
-            _ => 0,
-        })
-        .sum())
+fn content_words(content: &MessageContent) -> usize {
+    content.texts().into_iter().map(words).sum()
 }
 
 fn words(text: &str) -> usize {
@@ -114,10 +89,10 @@ fn words(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn parse(endpoint: Endpoint, body: Value) -> CompletionRequest {
-        CompletionRequest::parse(endpoint, &body).expect("valid request")
+    fn parse(endpoint: Endpoint, body: Value) -> Asked {
+        Asked::parse(endpoint, body.to_string().as_bytes()).expect("valid request")
     }
 
     #[test]
@@ -139,7 +114,7 @@ mod tests {
         let request = parse(Endpoint::Completions, json!({"prompt": "hi"}));
         assert_eq!(
             request,
-            CompletionRequest {
+            Asked {
                 prompt_tokens: 1,
                 max_tokens: 16,
                 stream: false,
@@ -152,7 +127,7 @@ mod tests {
     fn logprobs_accepts_ints_and_bools() {
         for (logprobs, expected) in [
             (json!(1), true),
-            (json!(0), false),
+            (json!(0), true),
             (json!(true), true),
             (json!(false), false),
             (Value::Null, false),
@@ -187,7 +162,10 @@ mod tests {
             ),
             (Endpoint::Chat, json!({"prompt": "a"})),
         ] {
-            assert!(CompletionRequest::parse(endpoint, &body).is_err(), "{body}");
+            let parsed = Asked::parse(endpoint, body.to_string().as_bytes());
+            assert!(matches!(parsed, Err(BadRequest::Shape(_))), "{body}");
         }
+        let not_json = Asked::parse(Endpoint::Completions, b"{not json");
+        assert!(matches!(not_json, Err(BadRequest::NotJson(_))));
     }
 }

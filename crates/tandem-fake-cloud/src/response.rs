@@ -8,26 +8,27 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use tandem_wire::{
+    Candidate, Choice, Completion, Endpoint, ErrorBody, Logprobs, ModelList, ReplyMessage,
+    TokenLogprob, Usage,
+};
 
-use crate::request::Endpoint;
 use crate::script::ScriptToken;
 
 /// The logprob reported for every scripted token: the fake is always confident.
-const LOGPROB: f64 = -0.1;
+const LOGPROB: f32 = -0.1;
+
+/// The finish reason of every answer: the fake always stops at the token limit.
+const FINISH_REASON: &str = "length";
 
 /// An error response with OpenAI's `{"error": {...}}` body.
-pub(crate) fn error(status: StatusCode, error: Value) -> Response {
-    (status, Json(json!({ "error": error }))).into_response()
+pub(crate) fn error(status: StatusCode, body: ErrorBody) -> Response {
+    (status, Json(body)).into_response()
 }
 
 /// The answer to `GET /v1/models`.
 pub(crate) fn models(model: &str) -> Response {
-    Json(json!({
-        "object": "list",
-        "data": [{ "id": model, "object": "model", "owned_by": "tandem-fake-cloud" }],
-    }))
-    .into_response()
+    Json(ModelList::one(model, "tandem-fake-cloud")).into_response()
 }
 
 /// A successful answer to one completion request.
@@ -49,32 +50,43 @@ pub(crate) struct Answer<'a> {
 impl Answer<'_> {
     /// The whole answer as one JSON body.
     pub fn whole(&self) -> Response {
-        let object = match self.endpoint {
-            Endpoint::Completions => "text_completion",
-            Endpoint::Chat => "chat.completion",
+        let text: String = self
+            .tokens
+            .iter()
+            .map(|token| token.text.as_str())
+            .collect();
+        let choice = Choice {
+            logprobs: self.logprobs_of(&self.tokens),
+            finish_reason: Some(FINISH_REASON.into()),
+            ..Choice::carrying(self.endpoint, false, text)
         };
-        let mut body = self.envelope(object, unix_now(), self.whole_choice());
-        body["usage"] = self.usage();
+        let body = Completion {
+            usage: Some(self.usage()),
+            ..self.envelope(false, unix_now(), choice)
+        };
         Json(body).into_response()
     }
 
     /// The answer as Server-Sent Events: one chunk per token, then a chunk with the finish
     /// reason and usage but no token, then `[DONE]`.
     pub fn stream(&self) -> Response {
-        let object = match self.endpoint {
-            Endpoint::Completions => "text_completion",
-            Endpoint::Chat => "chat.completion.chunk",
-        };
         let created = unix_now();
-        let mut events: String = self
-            .tokens
-            .iter()
-            .map(|token| self.envelope(object, created, self.token_chunk_choice(token)))
-            .map(|chunk| format!("data: {chunk}\n\n"))
+        let chunks = self.tokens.iter().map(|token| {
+            let choice = Choice {
+                logprobs: self.logprobs_of(&[token]),
+                ..Choice::carrying(self.endpoint, true, token.text.clone())
+            };
+            self.envelope(true, created, choice)
+        });
+        let last = Completion {
+            usage: Some(self.usage()),
+            ..self.envelope(true, created, self.last_chunk_choice())
+        };
+        let mut events: String = chunks
+            .chain([last])
+            .map(|chunk| format!("data: {}\n\n", sse_json(&chunk)))
             .collect();
-        let mut last = self.envelope(object, created, self.last_chunk_choice());
-        last["usage"] = self.usage();
-        events.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+        events.push_str("data: [DONE]\n\n");
         (
             [
                 (header::CONTENT_TYPE, "text/event-stream"),
@@ -85,97 +97,60 @@ impl Answer<'_> {
             .into_response()
     }
 
-    fn envelope(&self, object: &str, created: u64, choice: Value) -> Value {
-        let id = match self.endpoint {
-            Endpoint::Completions => format!("cmpl-{}", self.number),
-            Endpoint::Chat => format!("chatcmpl-{}", self.number),
+    fn envelope(&self, chunk: bool, created: u64, choice: Choice) -> Completion {
+        Completion {
+            id: format!("{}-{}", self.endpoint.id_prefix(), self.number),
+            object: self.endpoint.object(chunk).into(),
+            created,
+            model: self.model.to_owned(),
+            choices: vec![choice],
+            ..Completion::default()
+        }
+    }
+
+    /// The closing chunk: no token (an empty `delta` for chat), the finish reason.
+    fn last_chunk_choice(&self) -> Choice {
+        let empty = match self.endpoint {
+            Endpoint::Completions => Choice::carrying(Endpoint::Completions, true, ""),
+            Endpoint::Chat => Choice {
+                delta: Some(ReplyMessage::default()),
+                ..Choice::default()
+            },
         };
-        json!({
-            "id": id,
-            "object": object,
-            "created": created,
-            "model": self.model,
-            "choices": [choice],
+        Choice {
+            finish_reason: Some(FINISH_REASON.into()),
+            ..empty
+        }
+    }
+
+    fn logprobs_of(&self, tokens: &[&ScriptToken]) -> Option<Logprobs> {
+        self.logprobs.then(|| Logprobs {
+            content: Some(tokens.iter().map(|token| logprob_entry(token)).collect()),
         })
     }
 
-    fn whole_choice(&self) -> Value {
-        let text: String = self
-            .tokens
-            .iter()
-            .map(|token| token.text.as_str())
-            .collect();
-        let logprobs = self.logprobs_of(&self.tokens);
-        match self.endpoint {
-            Endpoint::Completions => json!({
-                "index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length",
-            }),
-            Endpoint::Chat => json!({
-                "index": 0,
-                "message": { "role": "assistant", "content": text },
-                "logprobs": logprobs,
-                "finish_reason": "length",
-            }),
-        }
-    }
-
-    fn token_chunk_choice(&self, token: &ScriptToken) -> Value {
-        let logprobs = self.logprobs_of(&[token]);
-        match self.endpoint {
-            Endpoint::Completions => json!({
-                "index": 0, "text": token.text, "logprobs": logprobs, "finish_reason": null,
-            }),
-            Endpoint::Chat => json!({
-                "index": 0,
-                "delta": { "content": token.text },
-                "logprobs": logprobs,
-                "finish_reason": null,
-            }),
-        }
-    }
-
-    fn last_chunk_choice(&self) -> Value {
-        match self.endpoint {
-            Endpoint::Completions => json!({
-                "index": 0, "text": "", "logprobs": null, "finish_reason": "length",
-            }),
-            Endpoint::Chat => json!({
-                "index": 0, "delta": {}, "logprobs": null, "finish_reason": "length",
-            }),
-        }
-    }
-
-    fn logprobs_of(&self, tokens: &[&ScriptToken]) -> Value {
-        if self.logprobs {
-            json!({ "content": tokens.iter().map(|token| logprob_entry(token)).collect::<Vec<_>>() })
-        } else {
-            Value::Null
-        }
-    }
-
-    fn usage(&self) -> Value {
-        let completion_tokens = self.tokens.len();
-        json!({
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": self.prompt_tokens + completion_tokens,
-        })
+    fn usage(&self) -> Usage {
+        Usage::new(self.prompt_tokens as u64, self.tokens.len() as u64)
     }
 }
 
 /// One llama-server style logprobs entry; the only candidate is the token itself.
-fn logprob_entry(token: &ScriptToken) -> Value {
-    let mut candidate = json!({
-        "token": token.text,
-        "bytes": token.text.as_bytes(),
-        "logprob": LOGPROB,
-    });
-    if let Some(id) = token.id {
-        candidate["id"] = json!(id);
+fn logprob_entry(token: &ScriptToken) -> TokenLogprob {
+    let candidate = Candidate {
+        id: token.id,
+        token: token.text.clone(),
+        bytes: token.text.as_bytes().to_vec(),
+        logprob: LOGPROB,
+    };
+    TokenLogprob {
+        chosen: candidate.clone(),
+        top_logprobs: vec![candidate],
     }
-    let mut entry = candidate.clone();
-    entry["top_logprobs"] = json!([candidate]);
-    entry
+}
+
+/// A chunk as the JSON of one event (the wire types always serialize).
+fn sse_json(chunk: &Completion) -> String {
+    serde_json::to_string(chunk).expect("wire types serialize")
 }
 
 fn unix_now() -> u64 {

@@ -11,10 +11,11 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::Router;
-use serde_json::{json, Value};
+use serde_json::Value;
+use tandem_wire::{Endpoint, ErrorBody};
 
 use crate::fault;
-use crate::request::{BadRequest, CompletionRequest, Endpoint};
+use crate::request::Asked;
 use crate::response::{self, Answer};
 use crate::state::{RecordedRequest, Shared};
 
@@ -56,10 +57,10 @@ async fn dispatch(
         }
         (_, path) => response::error(
             StatusCode::NOT_FOUND,
-            json!({
-                "message": format!("Unknown request URL: {method} {path}"),
-                "type": "invalid_request_error",
-            }),
+            ErrorBody::new(
+                format!("Unknown request URL: {method} {path}"),
+                "invalid_request_error",
+            ),
         ),
     }
 }
@@ -71,21 +72,19 @@ async fn complete(
     authorization: Option<&str>,
     body: &[u8],
 ) -> Response {
-    let parsed = serde_json::from_slice::<Value>(body);
-    let (number, fault) = shared.admit(RecordedRequest {
-        path: path.to_owned(),
-        body: match &parsed {
-            Ok(json) => json.clone(),
-            Err(_) => Value::String(String::from_utf8_lossy(body).into_owned()),
-        },
-        authorization: authorization.map(str::to_owned),
-    });
-    let wants_stream = parsed
-        .as_ref()
-        .ok()
-        .and_then(|json| json.get("stream"))
+    // Recorded as received, well-formed or not, so a test can see exactly what was sent.
+    let received = serde_json::from_slice::<Value>(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
+    // A fault is framed as the client asked, even when the rest of the request is bad.
+    let wants_stream = received
+        .get("stream")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let (number, fault) = shared.admit(RecordedRequest {
+        path: path.to_owned(),
+        body: received,
+        authorization: authorization.map(str::to_owned),
+    });
     if let Some(fault) = fault {
         if let Some(failure) = fault.apply(wants_stream).await {
             return failure;
@@ -94,15 +93,12 @@ async fn complete(
     if !shared.script.authorizes(authorization) {
         return fault::unauthorized();
     }
-    let request = match parsed
-        .map_err(BadRequest::from)
-        .and_then(|json| CompletionRequest::parse(endpoint, &json))
-    {
+    let request = match Asked::parse(endpoint, body) {
         Ok(request) => request,
         Err(bad) => {
             return response::error(
                 StatusCode::BAD_REQUEST,
-                json!({ "message": bad.to_string(), "type": "invalid_request_error" }),
+                ErrorBody::new(bad.to_string(), "invalid_request_error"),
             )
         }
     };

@@ -4,16 +4,16 @@
 //! back from a channel. Jobs run in arrival order; a client that goes away stops its job
 //! at the next token.
 
-use crate::wire::{TokenLogprob, TopLogprob};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
-use tandem_core::edge::{EdgeModel, Outputs};
-use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_core::edge::{EdgeError, EdgeModel, Outputs};
+use tandem_core::local::{EdgeWeights, LoadError, LocalOptions};
 use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
 use tandem_core::utf8_stream::Utf8Stream;
+use tandem_wire::{Candidate, TokenLogprob};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// How the server runs its model.
@@ -51,7 +51,7 @@ pub struct Job {
 }
 
 /// What a job streams back.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Output {
     /// One token.
     Token {
@@ -61,7 +61,60 @@ pub enum Output {
     /// The job ended.
     Done(Finished),
     /// The job failed; the message is for the client.
-    Failed(String),
+    Failed(JobError),
+}
+
+/// Why the model thread could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The operating system refused a new thread.
+    #[error("cannot start the model thread: {0}")]
+    Spawn(#[from] std::io::Error),
+    /// The model or its context could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The thread ended before saying whether the model loaded (it panicked).
+    #[error("the model thread stopped while loading")]
+    Stopped,
+}
+
+/// The model thread has stopped, so nothing more can run.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the model thread has stopped")]
+pub struct Stopped;
+
+/// Why a job produced no reply; its message is for the client.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A prompt id is not a token of the served model.
+    #[error("token id {id} is outside the vocabulary (0..{vocab})")]
+    OutsideVocabulary {
+        /// The id sent.
+        id: i32,
+        /// The vocabulary size.
+        vocab: i32,
+    },
+    /// Nothing to continue from.
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    /// The prompt and the reply cannot both fit.
+    #[error(
+        "prompt ({prompt} tokens) plus max_tokens ({max_tokens}) exceeds the context window ({context} tokens)"
+    )]
+    TooLong {
+        /// Prompt tokens.
+        prompt: usize,
+        /// Tokens asked for.
+        max_tokens: u32,
+        /// The context window.
+        context: usize,
+    },
+    /// The chat could not be rendered with the model's template.
+    #[error(transparent)]
+    Template(LoadError),
+    /// The model failed to decode.
+    #[error(transparent)]
+    Decode(#[from] EdgeError),
 }
 
 /// How a job ended.
@@ -104,7 +157,7 @@ pub struct EngineHandle {
 
 impl EngineHandle {
     /// Loads the model on a new thread; returns once it is ready (or failed to load).
-    pub fn start(options: ServeOptions) -> anyhow::Result<EngineHandle> {
+    pub fn start(options: ServeOptions) -> Result<EngineHandle, StartError> {
         let (sender, receiver) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
         let counters = Arc::new(Counters::default());
@@ -115,11 +168,11 @@ impl EngineHandle {
             .spawn(move || {
                 let weights = match EdgeWeights::load(&options.model_path, &options.model_name) {
                     Ok(w) => w,
-                    Err(e) => return ready_tx.send(Err(e.to_string())).unwrap_or(()),
+                    Err(e) => return ready_tx.send(Err(e)).unwrap_or(()),
                 };
                 let mut edge = match weights.session(&options.local) {
                     Ok(s) => s,
-                    Err(e) => return ready_tx.send(Err(e.to_string())).unwrap_or(()),
+                    Err(e) => return ready_tx.send(Err(e)).unwrap_or(()),
                 };
                 let _ = ready_tx.send(Ok(()));
                 for message in receiver {
@@ -140,10 +193,7 @@ impl EngineHandle {
                     }
                 }
             })?;
-        ready_rx
-            .recv()
-            .map_err(|_| anyhow::anyhow!("the model thread stopped while loading"))?
-            .map_err(anyhow::Error::msg)?;
+        ready_rx.recv().map_err(|_| StartError::Stopped)??;
         Ok(EngineHandle {
             sender,
             counters,
@@ -152,14 +202,14 @@ impl EngineHandle {
     }
 
     /// Queues a completion.
-    pub fn complete(&self, job: Job) -> Result<(), String> {
+    pub fn complete(&self, job: Job) -> Result<(), Stopped> {
         self.sender
             .send(ThreadRequest::Complete(job))
-            .map_err(|_| "the model thread has stopped".to_owned())
+            .map_err(|_| Stopped)
     }
 
     /// Tokenizes text with the served model's vocabulary.
-    pub async fn tokenize(&self, text: String, add_special: bool) -> Result<Vec<i32>, String> {
+    pub async fn tokenize(&self, text: String, add_special: bool) -> Result<Vec<i32>, Stopped> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.sender
             .send(ThreadRequest::Tokenize {
@@ -167,10 +217,8 @@ impl EngineHandle {
                 add_special,
                 reply,
             })
-            .map_err(|_| "the model thread has stopped".to_owned())?;
-        answer
-            .await
-            .map_err(|_| "the model thread has stopped".to_owned())
+            .map_err(|_| Stopped)?;
+        answer.await.map_err(|_| Stopped)
     }
 }
 
@@ -180,35 +228,32 @@ fn run_job(
     job: Job,
     counters: &Counters,
 ) {
-    let fail = |message: String| {
-        let _ = job.output.send(Output::Failed(message));
+    let fail = |e: JobError| {
+        let _ = job.output.send(Output::Failed(e));
     };
     let prompt = match job.prompt {
         JobPrompt::Ids(ids) => {
             let vocab = weights.vocab_size() as i32;
             if let Some(bad) = ids.iter().find(|&&id| id < 0 || id >= vocab) {
-                return fail(format!(
-                    "token id {bad} is outside the vocabulary (0..{vocab})"
-                ));
+                return fail(JobError::OutsideVocabulary { id: *bad, vocab });
             }
             ids
         }
         JobPrompt::Text(text) => edge.tokenize(&text, true),
         JobPrompt::Chat(messages) => match weights.chat_prompt(&messages) {
             Ok(text) => edge.tokenize(&text, true),
-            Err(e) => return fail(e.to_string()),
+            Err(e) => return fail(JobError::Template(e)),
         },
     };
     if prompt.is_empty() {
-        return fail("the prompt is empty".into());
+        return fail(JobError::EmptyPrompt);
     }
     if prompt.len() + job.max_tokens as usize > edge.context_size() {
-        return fail(format!(
-            "prompt ({} tokens) plus max_tokens ({}) exceeds the context window ({} tokens)",
-            prompt.len(),
-            job.max_tokens,
-            edge.context_size()
-        ));
+        return fail(JobError::TooLong {
+            prompt: prompt.len(),
+            max_tokens: job.max_tokens,
+            context: edge.context_size(),
+        });
     }
     counters.requests.fetch_add(1, Ordering::Relaxed);
     counters
@@ -218,7 +263,7 @@ fn run_job(
     let prefill = Instant::now();
     let (mut step, decoded) = match edge.sync(&prompt, &mut sampler) {
         Ok(r) => r,
-        Err(e) => return fail(e.to_string()),
+        Err(e) => return fail(e.into()),
     };
     let prompt_ms = prefill.elapsed().as_secs_f64() * 1e3;
     counters
@@ -236,27 +281,20 @@ fn run_job(
         }
         let logprob = job.logprobs.map(|n| {
             let (logprob, top) = edge.logprobs(token, n);
-            let describe = |id: i32| {
+            let candidate = |id: i32, logprob: f32| {
                 let bytes = edge.piece(id);
-                (String::from_utf8_lossy(&bytes).into_owned(), bytes)
+                Candidate {
+                    id: Some(id),
+                    token: String::from_utf8_lossy(&bytes).into_owned(),
+                    bytes,
+                    logprob,
+                }
             };
-            let (token_text, bytes) = describe(token);
             TokenLogprob {
-                id: token,
-                token: token_text,
-                bytes,
-                logprob,
+                chosen: candidate(token, logprob),
                 top_logprobs: top
                     .into_iter()
-                    .map(|(id, logprob)| {
-                        let (token, bytes) = describe(id);
-                        TopLogprob {
-                            id,
-                            token,
-                            bytes,
-                            logprob,
-                        }
-                    })
+                    .map(|(id, logprob)| candidate(id, logprob))
                     .collect(),
             }
         });
@@ -278,7 +316,7 @@ fn run_job(
         }
         step = match edge.extend(&[token], Outputs::Last, &mut sampler) {
             Ok(mut steps) => steps.pop().expect("one output row"),
-            Err(e) => return fail(e.to_string()),
+            Err(e) => return fail(e.into()),
         };
     }
     // The last sampled token was sent but not decoded: the cache holds prompt + the rest,

@@ -1,28 +1,38 @@
 //! The HTTP face: OpenAI routes over the model thread, streaming or not.
 
 use crate::engine::{EngineHandle, Finished, Job, JobPrompt, Output};
-use crate::wire::{self, error_body, ChatRequest, CompletionRequest, Prompt, TokenizeRequest};
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tandem_core::message::Message;
 use tandem_core::sampling::SamplingParams;
+use tandem_wire::{
+    ChatRequest, Choice, Completion, CompletionRequest, Endpoint, ErrorBody, Generation, Health,
+    Logprobs, MessageContent, ModelList, Prompt, Timings, TokenLogprob, TokenizeRequest,
+    TokenizeResponse, Usage,
+};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 /// The routes, over a started model thread.
 pub fn router(engine: EngineHandle) -> Router {
     Router::new()
-        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+        .route(
+            "/health",
+            get(|| async {
+                Json(Health {
+                    status: "ok".into(),
+                })
+            }),
+        )
         .route("/v1/models", get(models))
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat_completions))
@@ -94,36 +104,83 @@ pub fn start(engine: EngineHandle, addr: SocketAddr) -> std::io::Result<Running>
     })
 }
 
-fn error(status: StatusCode, message: &str, kind: &str) -> Response {
-    (status, Json(error_body(message, kind))).into_response()
+/// Serves on `addr` on this thread until SIGINT or SIGTERM (`tandem serve`); `listening`
+/// is told the bound address first.
+pub fn serve_until_interrupted(
+    engine: EngineHandle,
+    addr: SocketAddr,
+    listening: impl FnOnce(SocketAddr) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        listening(listener.local_addr()?)?;
+        axum::serve(listener, router(engine))
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+    })
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("a SIGTERM handler");
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}
+
+fn error(status: StatusCode, message: impl std::fmt::Display, kind: &str) -> Response {
+    (status, Json(ErrorBody::new(message.to_string(), kind))).into_response()
 }
 
 fn bad_request(message: impl std::fmt::Display) -> Response {
-    error(
-        StatusCode::BAD_REQUEST,
-        &message.to_string(),
-        "invalid_request_error",
-    )
+    error(StatusCode::BAD_REQUEST, message, "invalid_request_error")
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, String> {
-    serde_json::from_slice(body).map_err(|e| format!("invalid request body: {e}"))
+/// The model thread is gone: nothing can be served.
+fn unavailable(message: impl std::fmt::Display) -> Response {
+    error(StatusCode::SERVICE_UNAVAILABLE, message, "server_error")
 }
 
-async fn models(State(engine): State<EngineHandle>) -> Json<Value> {
-    Json(
-        json!({"object": "list", "data": [{"id": engine.model_name, "object": "model", "owned_by": "tandem"}]}),
-    )
+/// A request body read as JSON, whatever its content type (clients often send none); one
+/// that cannot be read is answered with an OpenAI 400.
+struct WireBody<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for WireBody<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        serde_json::from_slice(&body)
+            .map(WireBody)
+            .map_err(|e| bad_request(format!("invalid request body: {e}")))
+    }
 }
 
-async fn tokenize(State(engine): State<EngineHandle>, body: Bytes) -> Response {
-    let request: TokenizeRequest = match parse(&body) {
-        Ok(r) => r,
-        Err(message) => return bad_request(message),
-    };
+async fn models(State(engine): State<EngineHandle>) -> Json<ModelList> {
+    Json(ModelList::one(engine.model_name, "tandem"))
+}
+
+async fn tokenize(
+    State(engine): State<EngineHandle>,
+    WireBody(request): WireBody<TokenizeRequest>,
+) -> Response {
     match engine.tokenize(request.content, request.add_special).await {
-        Ok(tokens) => Json(json!({"tokens": tokens})).into_response(),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, &e, "server_error"),
+        Ok(tokens) => Json(TokenizeResponse { tokens }).into_response(),
+        Err(stopped) => unavailable(stopped),
     }
 }
 
@@ -159,183 +216,152 @@ async fn metrics(State(engine): State<EngineHandle>) -> String {
     .concat()
 }
 
-fn sampling(temperature: Option<f32>, top_p: Option<f32>, seed: Option<u64>) -> SamplingParams {
+fn sampling(generation: &Generation) -> SamplingParams {
     SamplingParams {
-        temperature: temperature.unwrap_or(0.0).max(0.0),
-        top_p: top_p.unwrap_or(1.0),
+        temperature: generation.temperature.unwrap_or(0.0).max(0.0),
+        top_p: generation.top_p.unwrap_or(1.0),
         top_k: 0,
-        seed: seed.unwrap_or(0),
+        seed: generation.seed.unwrap_or(0),
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Completion,
-    Chat,
-}
-
-async fn completions(State(engine): State<EngineHandle>, body: Bytes) -> Response {
-    let r: CompletionRequest = match parse(&body) {
-        Ok(r) => r,
-        Err(message) => return bad_request(message),
-    };
+async fn completions(
+    State(engine): State<EngineHandle>,
+    WireBody(r): WireBody<CompletionRequest>,
+) -> Response {
     let prompt = match r.prompt {
         Prompt::Text(text) => JobPrompt::Text(text),
         Prompt::Ids(ids) => JobPrompt::Ids(ids),
     };
-    let logprobs = wire::logprobs_count(&r.logprobs);
-    let sampling = sampling(r.temperature, r.top_p, r.seed);
-    run(
-        engine,
-        prompt,
-        r.max_tokens.unwrap_or(16),
-        sampling,
-        logprobs,
-        r.stream,
-        Kind::Completion,
-    )
-    .await
-}
-
-async fn chat_completions(State(engine): State<EngineHandle>, body: Bytes) -> Response {
-    let r: ChatRequest = match parse(&body) {
-        Ok(r) => r,
-        Err(message) => return bad_request(message),
-    };
-    let messages = match r
-        .messages
-        .into_iter()
-        .map(|m| Ok(Message::new(m.role.parse()?, m.content)))
-        .collect::<Result<Vec<_>, String>>()
-    {
-        Ok(messages) => messages,
-        Err(message) => return bad_request(message),
-    };
-    let logprobs = r
-        .logprobs
-        .unwrap_or(false)
-        .then(|| r.top_logprobs.unwrap_or(1).clamp(1, 20));
-    let max_tokens = r.max_completion_tokens.or(r.max_tokens).unwrap_or(256);
-    let sampling = sampling(r.temperature, r.top_p, r.seed);
-    run(
-        engine,
-        JobPrompt::Chat(messages),
-        max_tokens,
-        sampling,
-        logprobs,
-        r.stream,
-        Kind::Chat,
-    )
-    .await
-}
-
-async fn run(
-    engine: EngineHandle,
-    prompt: JobPrompt,
-    max_tokens: u32,
-    sampling: SamplingParams,
-    logprobs: Option<usize>,
-    stream: bool,
-    kind: Kind,
-) -> Response {
     let (output, outputs) = unbounded_channel();
     let job = Job {
         prompt,
-        max_tokens,
-        sampling,
-        logprobs,
+        max_tokens: r.generation.max_tokens.unwrap_or(16),
+        sampling: sampling(&r.generation),
+        logprobs: r.logprobs.and_then(|l| l.alternatives()),
         output,
     };
-    if let Err(e) = engine.complete(job) {
-        return error(StatusCode::SERVICE_UNAVAILABLE, &e, "server_error");
+    run(
+        engine,
+        job,
+        outputs,
+        r.generation.stream,
+        Endpoint::Completions,
+    )
+    .await
+}
+
+async fn chat_completions(
+    State(engine): State<EngineHandle>,
+    WireBody(r): WireBody<ChatRequest>,
+) -> Response {
+    let mut messages = Vec::with_capacity(r.messages.len());
+    for message in &r.messages {
+        match &message.content {
+            MessageContent::Text(text) => match message.role.parse() {
+                Ok(role) => messages.push(Message::new(role, text.clone())),
+                Err(unknown) => return bad_request(unknown),
+            },
+            MessageContent::Parts(_) => {
+                return bad_request("message content must be a string (parts are not supported)")
+            }
+        }
     }
-    let meta = Meta::new(&engine.model_name, kind);
+    let (output, outputs) = unbounded_channel();
+    let job = Job {
+        prompt: JobPrompt::Chat(messages),
+        max_tokens: r.token_limit().unwrap_or(256),
+        sampling: sampling(&r.generation),
+        logprobs: r.logprob_alternatives(),
+        output,
+    };
+    run(engine, job, outputs, r.generation.stream, Endpoint::Chat).await
+}
+
+/// Queues `job` and answers with what it sends to `outputs`, whole or streamed.
+async fn run(
+    engine: EngineHandle,
+    job: Job,
+    outputs: UnboundedReceiver<Output>,
+    stream: bool,
+    endpoint: Endpoint,
+) -> Response {
+    let with_logprobs = job.logprobs.is_some();
+    if let Err(stopped) = engine.complete(job) {
+        return unavailable(stopped);
+    }
+    let meta = Meta::new(&engine.model_name, endpoint);
     if stream {
         stream_response(outputs, meta).into_response()
     } else {
-        collect_response(outputs, meta, logprobs.is_some()).await
+        collect_response(outputs, meta, with_logprobs).await
     }
 }
 
+/// What every body of one reply repeats.
 struct Meta {
     id: String,
     created: u64,
     model: String,
-    kind: Kind,
+    endpoint: Endpoint,
 }
 
 impl Meta {
-    fn new(model: &str, kind: Kind) -> Self {
+    fn new(model: &str, endpoint: Endpoint) -> Self {
         let created = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let prefix = if kind == Kind::Chat {
-            "chatcmpl"
-        } else {
-            "cmpl"
-        };
         Self {
-            id: format!("{prefix}-{created}{:06}", std::process::id() % 1_000_000),
+            id: format!(
+                "{}-{created}{:06}",
+                endpoint.id_prefix(),
+                std::process::id() % 1_000_000
+            ),
             created,
             model: model.to_owned(),
-            kind,
+            endpoint,
         }
     }
 
-    fn object(&self, chunk: bool) -> &'static str {
-        match (self.kind, chunk) {
-            (Kind::Completion, _) => "text_completion",
-            (Kind::Chat, false) => "chat.completion",
-            (Kind::Chat, true) => "chat.completion.chunk",
-        }
-    }
-
-    fn body(&self, chunk: bool, choice: Value, extra: Option<(&str, Value)>) -> Value {
-        let mut body = json!({
-            "id": self.id, "object": self.object(chunk), "created": self.created,
-            "model": self.model, "choices": [choice],
-        });
-        if let Some((key, value)) = extra {
-            body[key] = value;
-        }
-        body
-    }
-
-    fn choice(
+    /// A body (whole, or a stream `chunk`) carrying `text`.
+    fn body(
         &self,
-        text: &str,
-        logprobs: Option<Value>,
-        finish: Option<&str>,
         chunk: bool,
-    ) -> Value {
-        let mut choice = match (self.kind, chunk) {
-            (Kind::Completion, _) => json!({"index": 0, "text": text}),
-            (Kind::Chat, false) => {
-                json!({"index": 0, "message": {"role": "assistant", "content": text}})
-            }
-            (Kind::Chat, true) => json!({"index": 0, "delta": {"content": text}}),
+        text: &str,
+        logprobs: Option<Vec<TokenLogprob>>,
+        finished: Option<&Finished>,
+    ) -> Completion {
+        let choice = Choice {
+            logprobs: logprobs.map(|content| Logprobs {
+                content: Some(content),
+            }),
+            finish_reason: finished.map(|done| done.finish_reason.to_owned()),
+            ..Choice::carrying(self.endpoint, chunk, text)
         };
-        choice["logprobs"] = logprobs.map_or(Value::Null, |content| json!({"content": content}));
-        choice["finish_reason"] = finish.map_or(Value::Null, |f| json!(f));
-        choice
+        Completion {
+            id: self.id.clone(),
+            object: self.endpoint.object(chunk).to_owned(),
+            created: self.created,
+            model: self.model.clone(),
+            choices: vec![choice],
+            usage: finished.map(usage),
+            timings: finished.map(timings),
+        }
     }
 }
 
-/// The `usage` and `timings` fields of a finished reply.
-fn usage_and_timings(done: &Finished) -> (Value, Value) {
-    let usage = wire::Usage {
-        prompt_tokens: done.prompt_tokens,
-        completion_tokens: done.completion_tokens,
-        total_tokens: done.prompt_tokens + done.completion_tokens,
-    };
-    let timings = wire::Timings {
+fn usage(done: &Finished) -> Usage {
+    Usage::new(done.prompt_tokens.into(), done.completion_tokens.into())
+}
+
+fn timings(done: &Finished) -> Timings {
+    Timings {
         prompt_n: done.prompt_decoded,
         cache_n: done.prompt_tokens - done.prompt_decoded,
         prompt_ms: done.prompt_ms,
         predicted_n: done.completion_tokens,
         predicted_ms: done.predicted_ms,
-    };
-    (json!(usage), json!(timings))
+    }
 }
 
 async fn collect_response(
@@ -354,17 +380,10 @@ async fn collect_response(
                 text.push_str(&piece);
                 content.extend(logprob);
             }
-            Output::Failed(message) => return bad_request(message),
+            Output::Failed(e) => return bad_request(e),
             Output::Done(done) => {
-                let (usage, timings) = usage_and_timings(&done);
-                let logprobs = with_logprobs.then(|| json!(content));
-                let mut body = meta.body(
-                    false,
-                    meta.choice(&text, logprobs, Some(done.finish_reason), false),
-                    Some(("usage", usage)),
-                );
-                body["timings"] = timings;
-                return Json(body).into_response();
+                let logprobs = with_logprobs.then_some(content);
+                return Json(meta.body(false, &text, logprobs, Some(&done))).into_response();
             }
         }
     }
@@ -384,7 +403,7 @@ fn stream_response(
     // `outputs`, and the model thread stops at its next token.
     tokio::spawn(async move {
         while let Some(output) = outputs.recv().await {
-            for data in sse_data(&output, &meta) {
+            for data in sse_data(output, &meta) {
                 if events.send(Ok(SseEvent::default().data(data))).is_err() {
                     return;
                 }
@@ -394,29 +413,28 @@ fn stream_response(
     Sse::new(UnboundedReceiverStream::new(stream))
 }
 
-fn sse_data(output: &Output, meta: &Meta) -> Vec<String> {
+fn sse_data(output: Output, meta: &Meta) -> Vec<String> {
     match output {
         Output::Token { text, logprob } => {
-            let logprobs = logprob.as_ref().map(|lp| json!([lp]));
-            vec![meta
-                .body(true, meta.choice(text, logprobs, None, true), None)
-                .to_string()]
+            let logprobs = logprob.map(|lp| vec![lp]);
+            vec![json(&meta.body(true, &text, logprobs, None))]
         }
-        Output::Failed(message) => {
+        Output::Failed(e) => {
             vec![
-                error_body(message, "invalid_request_error").to_string(),
+                json(&ErrorBody::new(e.to_string(), "invalid_request_error")),
                 "[DONE]".into(),
             ]
         }
         Output::Done(done) => {
-            let (usage, timings) = usage_and_timings(done);
-            let mut last = meta.body(
-                true,
-                meta.choice("", None, Some(done.finish_reason), true),
-                Some(("usage", usage)),
-            );
-            last["timings"] = timings;
-            vec![last.to_string(), "[DONE]".into()]
+            vec![
+                json(&meta.body(true, "", None, Some(&done))),
+                "[DONE]".into(),
+            ]
         }
     }
+}
+
+/// The JSON of one event (the wire types always serialize).
+fn json(body: &impl serde::Serialize) -> String {
+    serde_json::to_string(body).expect("wire types serialize")
 }

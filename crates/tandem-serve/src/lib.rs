@@ -5,13 +5,14 @@
 //! keeps the KV cache of the previous request and decodes only the new suffix: a routed
 //! reply costs it O(new tokens) per call. It is one engine on one machine; deployments that
 //! serve many users point Tandem at vLLM or SGLang, which speak the same API.
+//!
+//! The JSON it reads and writes is `tandem-wire`'s, the same types Tandem's cloud client uses.
+//! The `tandem serve` command (flags, settings) lives in `tandem-cli`.
 
-pub mod cli;
 mod engine;
 mod http;
 mod stand_in;
 pub mod startup;
-mod wire;
 
-pub use engine::{EngineHandle, ServeOptions};
-pub use http::{router, start, Running};
+pub use engine::{EngineHandle, JobError, ServeOptions, StartError, Stopped};
+pub use http::{router, serve_until_interrupted, start, Running};

@@ -4,7 +4,7 @@
 //! the desktop app both start it through [`crate::startup`]; it stops when the returned handle
 //! is dropped.
 
-use crate::{start, EngineHandle, Running, ServeOptions};
+use crate::{start, EngineHandle, Running, ServeOptions, StartError};
 use tandem_core::config::Config;
 use tandem_core::local::{default_threads, LocalOptions};
 use tandem_core::models::{self, ModelError};
@@ -16,8 +16,31 @@ enum StandIn {
     NotNeeded,
     /// Running; point the client at [`Running::base_url`].
     Started(Running),
-    /// Could not start; the sentence says why and what to do.
-    Unavailable(String),
+    /// Could not start; replies are local.
+    Unavailable(StandInError),
+}
+
+/// Why the stand-in could not start (replies are then local).
+#[derive(Debug, thiserror::Error)]
+pub enum StandInError {
+    /// Its model has not been downloaded.
+    #[error(
+        "no cloud is configured and the local stand-in ({name}) is not downloaded: \
+         run `tandem models pull {name}`; replying locally"
+    )]
+    NotPulled {
+        /// The model's catalogue name.
+        name: String,
+    },
+    /// Its model cannot be found or used.
+    #[error("the local stand-in cannot start: {0}")]
+    Model(ModelError),
+    /// Its model did not load.
+    #[error("the local stand-in cannot start: {0}")]
+    Start(#[from] StartError),
+    /// No port of 127.0.0.1 could be bound.
+    #[error("the local stand-in cannot start: {0}")]
+    Bind(#[from] std::io::Error),
 }
 
 /// Starts the stand-in if `config` names no cloud.
@@ -25,17 +48,18 @@ fn start_if_needed(config: &Config, paths: &Paths) -> StandIn {
     if !config.cloud.wants_stand_in() {
         return StandIn::NotNeeded;
     }
+    match serve(config, paths) {
+        Ok(running) => StandIn::Started(running),
+        Err(e) => StandIn::Unavailable(e),
+    }
+}
+
+fn serve(config: &Config, paths: &Paths) -> Result<Running, StandInError> {
     let model = &config.serve.model;
-    let model_path = match models::resolve(model, &paths.models()) {
-        Ok(path) => path,
-        Err(ModelError::NotPulled { name }) => {
-            return StandIn::Unavailable(format!(
-                "no cloud is configured and the local stand-in ({name}) is not downloaded: \
-                 run `tandem models pull {name}`; replying locally"
-            ))
-        }
-        Err(e) => return StandIn::Unavailable(format!("the local stand-in cannot start: {e}")),
-    };
+    let model_path = models::resolve(model, &paths.models()).map_err(|e| match e {
+        ModelError::NotPulled { name } => StandInError::NotPulled { name },
+        e => StandInError::Model(e),
+    })?;
     let engine = EngineHandle::start(ServeOptions {
         model_path,
         model_name: model.clone(),
@@ -45,14 +69,8 @@ fn start_if_needed(config: &Config, paths: &Paths) -> StandIn {
             hidden_state: false,
         },
         prefix_reuse: true,
-    });
-    let running = engine
-        .map_err(|e| e.to_string())
-        .and_then(|engine| start(engine, ([127, 0, 0, 1], 0).into()).map_err(|e| e.to_string()));
-    match running {
-        Ok(running) => StandIn::Started(running),
-        Err(e) => StandIn::Unavailable(format!("the local stand-in cannot start: {e}")),
-    }
+    })?;
+    Ok(start(engine, ([127, 0, 0, 1], 0).into())?)
 }
 
 /// Starts the stand-in if `config` names no cloud and points `config` at it: its URL, and
@@ -66,7 +84,7 @@ pub(crate) fn attach(config: &mut Config, paths: &Paths) -> (Option<Running>, Op
             config.cloud.model = Some(config.serve.model.clone());
             (Some(running), None)
         }
-        StandIn::Unavailable(why) => (None, Some(why)),
+        StandIn::Unavailable(why) => (None, Some(why.to_string())),
         StandIn::NotNeeded => (None, None),
     }
 }

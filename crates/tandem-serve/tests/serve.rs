@@ -8,11 +8,7 @@ use tandem_core::message::Message;
 use tandem_serve::{start, EngineHandle, Running, ServeOptions};
 
 fn model() -> Option<PathBuf> {
-    let Some(dir) = std::env::var_os("TANDEM_TEST_MODELS") else {
-        eprintln!("skipped: set TANDEM_TEST_MODELS to run real-model tests (scripts/test.sh does)");
-        return None;
-    };
-    Some(PathBuf::from(dir).join("SmolLM2-135M-Instruct.Q4_1.gguf"))
+    tandem_test_peers::model(tandem_test_peers::SMOLLM2)
 }
 
 fn local() -> LocalOptions {

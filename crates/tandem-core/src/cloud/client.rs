@@ -5,14 +5,15 @@
 //! while it is short, and a typed error for everything else so the loop can fall back to
 //! the edge token at once.
 
-use super::wire::{error_message, CompletionResponse, TokenizeResponse};
 use super::{ApiKey, Cloud, CloudError, CloudReply, CloudRequest};
 use crate::edge::TokenId;
-use reqwest::blocking::{Client, Response};
+use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::StatusCode;
-use serde::Deserialize;
-use serde_json::json;
 use std::time::Duration;
+use tandem_wire::{
+    ChatMessage, ChatRequest, Completion, CompletionRequest, Endpoint, ErrorBody, Generation,
+    LogprobsRequest, ModelList, Prompt, TokenizeRequest, TokenizeResponse,
+};
 
 /// Which OpenAI endpoint the cloud is asked through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -99,17 +100,9 @@ impl CloudClient {
 
     /// Lists the served models: a cheap check that the endpoint, key and model are right.
     pub fn check(&self) -> Result<Vec<String>, CloudError> {
-        #[derive(Deserialize)]
-        struct Models {
-            data: Vec<ModelEntry>,
-        }
-        #[derive(Deserialize)]
-        struct ModelEntry {
-            id: String,
-        }
         let response = self.send(|| self.authorized(self.http.get(self.url("/models"))))?;
         let body = read_body(response, self.config.request_timeout)?;
-        let models: Models = parse(&body)?;
+        let models: ModelList = parse(&body)?;
         let ids: Vec<String> = models.data.into_iter().map(|m| m.id).collect();
         if let Some(model) = &self.config.model {
             if !ids.iter().any(|id| id == model) {
@@ -131,10 +124,7 @@ impl CloudClient {
         format!("{}{path}", base.strip_suffix("/v1").unwrap_or(base))
     }
 
-    fn authorized(
-        &self,
-        request: reqwest::blocking::RequestBuilder,
-    ) -> reqwest::blocking::RequestBuilder {
+    fn authorized(&self, request: RequestBuilder) -> RequestBuilder {
         match &self.config.api_key {
             Some(key) => request.bearer_auth(key.expose()),
             None => request,
@@ -142,10 +132,7 @@ impl CloudClient {
     }
 
     /// Sends with retries for 429 and 5xx; maps every failure to a [`CloudError`].
-    fn send(
-        &self,
-        build: impl Fn() -> reqwest::blocking::RequestBuilder,
-    ) -> Result<Response, CloudError> {
+    fn send(&self, build: impl Fn() -> RequestBuilder) -> Result<Response, CloudError> {
         let mut attempt = 0;
         loop {
             let response = build().send().map_err(|e| self.transport_error(&e))?;
@@ -197,41 +184,63 @@ impl CloudClient {
         }
     }
 
-    fn body(&self, request: &CloudRequest<'_>, as_ids: bool) -> serde_json::Value {
-        let mut body = match self.config.mode {
-            CloudMode::Completions => {
-                let prompt = if as_ids {
-                    json!(request.ids)
-                } else {
-                    json!((request.text)())
-                };
-                json!({"prompt": prompt, "logprobs": 1})
-            }
-            CloudMode::Chat => {
-                let mut messages: Vec<serde_json::Value> = request
-                    .messages
-                    .iter()
-                    .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-                    .collect();
-                let reply = (request.reply)();
-                if reply.is_empty() {
-                    json!({"messages": messages})
-                } else {
-                    messages.push(json!({"role": "assistant", "content": reply}));
-                    json!({"messages": messages, "continue_final_message": true, "add_generation_prompt": false})
-                }
-            }
-        };
-        let fields = body.as_object_mut().expect("a JSON object");
-        fields.insert("max_tokens".into(), json!(request.max_tokens));
-        fields.insert("temperature".into(), json!(self.config.temperature));
-        fields.insert("stream".into(), json!(false));
-        // llama-server: keep the KV cache of the previous request, so each call costs only the new suffix.
-        fields.insert("cache_prompt".into(), json!(true));
-        if let Some(model) = &self.config.model {
-            fields.insert("model".into(), json!(model));
+    /// The completion request for `request`, its prompt as edge token ids when `as_ids`.
+    fn completion_request(&self, request: &CloudRequest<'_>, as_ids: bool) -> CompletionRequest {
+        CompletionRequest {
+            prompt: if as_ids {
+                Prompt::Ids(request.ids.to_vec())
+            } else {
+                Prompt::Text((request.text)())
+            },
+            logprobs: Some(LogprobsRequest::Count(1)),
+            generation: self.generation(request),
         }
-        body
+    }
+
+    /// The chat request for `request`: the messages, and the reply so far as a final
+    /// assistant message to continue.
+    fn chat_request(&self, request: &CloudRequest<'_>) -> ChatRequest {
+        let mut messages: Vec<ChatMessage> = request
+            .messages
+            .iter()
+            .map(|m| ChatMessage::text(m.role.as_str(), &m.content))
+            .collect();
+        let reply = (request.reply)();
+        let continues = !reply.is_empty();
+        if continues {
+            messages.push(ChatMessage::text("assistant", reply));
+        }
+        ChatRequest {
+            messages,
+            continue_final_message: continues.then_some(true),
+            add_generation_prompt: continues.then_some(false),
+            generation: self.generation(request),
+            ..ChatRequest::default()
+        }
+    }
+
+    /// What every request carries: the model, the span, the temperature, one whole answer.
+    fn generation(&self, request: &CloudRequest<'_>) -> Generation {
+        Generation {
+            model: self.config.model.clone(),
+            max_tokens: Some(request.max_tokens),
+            temperature: Some(self.config.temperature),
+            stream: false,
+            // llama-server: keep the KV cache of the previous request, so each call costs only the new suffix.
+            cache_prompt: Some(true),
+            ..Generation::default()
+        }
+    }
+
+    /// Posts `body` to `endpoint` and reads the completion.
+    fn post(
+        &self,
+        endpoint: Endpoint,
+        body: &impl serde::Serialize,
+    ) -> Result<Completion, CloudError> {
+        let url = self.url(endpoint.path());
+        let response = self.send(|| self.authorized(self.http.post(&url).json(body)))?;
+        parse(&read_body(response, self.config.request_timeout)?)
     }
 }
 
@@ -251,7 +260,10 @@ impl Cloud for CloudClient {
         let answer = self
             .http
             .post(self.root_url("/tokenize"))
-            .json(&json!({"content": super::VOCAB_PROBE, "add_special": false}))
+            .json(&TokenizeRequest {
+                content: super::VOCAB_PROBE.into(),
+                add_special: false,
+            })
             .send()
             .ok()
             .filter(|r| r.status().is_success())
@@ -281,14 +293,13 @@ impl Cloud for CloudClient {
 
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
         let as_ids = self.shares_vocab == Some(true);
-        let body = self.body(request, as_ids);
-        let path = match self.config.mode {
-            CloudMode::Completions => "/completions",
-            CloudMode::Chat => "/chat/completions",
+        let parsed = match self.config.mode {
+            CloudMode::Completions => self.post(
+                Endpoint::Completions,
+                &self.completion_request(request, as_ids),
+            )?,
+            CloudMode::Chat => self.post(Endpoint::Chat, &self.chat_request(request))?,
         };
-        let response = self.send(|| self.authorized(self.http.post(self.url(path)).json(&body)))?;
-        let text = read_body(response, self.config.request_timeout)?;
-        let parsed: CompletionResponse = parse(&text)?;
         let choice = parsed
             .choices
             .into_iter()
@@ -321,6 +332,13 @@ fn read_body(response: Response, limit: Duration) -> Result<String, CloudError> 
     })
 }
 
+/// The message of an error body, or the body itself cut short.
+fn error_message(body: &str) -> String {
+    serde_json::from_str::<ErrorBody>(body)
+        .map(|b| b.error.message)
+        .unwrap_or_else(|_| body.chars().take(200).collect())
+}
+
 fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, CloudError> {
     serde_json::from_str(body).map_err(|e| CloudError::Malformed {
         detail: format!("{e} in {:?}", body.chars().take(80).collect::<String>()),
@@ -334,4 +352,18 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         current = next;
     }
     current.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_are_extracted_or_cut() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad key","type":"x"}}"#),
+            "bad key"
+        );
+        assert_eq!(error_message(&"x".repeat(500)).len(), 200);
+    }
 }

@@ -7,7 +7,6 @@
 mod client;
 mod presets;
 mod settings;
-mod wire;
 
 pub use client::{CloudClient, CloudConfig, CloudMode};
 pub use presets::{CloudPreset, CLOUD_PRESETS};

@@ -16,7 +16,9 @@ use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-const CATALOGUE: &str = include_str!("../../../../models/catalogue.toml");
+/// The catalogue, embedded from the crate (`models/catalogue.toml` at the repository root
+/// links to the same file, where users look for it).
+const CATALOGUE: &str = include_str!("../../models/catalogue.toml");
 
 /// One model Tandem knows by name.
 #[derive(Debug, Clone, Deserialize, PartialEq)]

@@ -8,7 +8,7 @@
 #![allow(dead_code, unused_imports)]
 
 use tandem_core::local::{EdgeWeights, LocalOptions};
-pub use tandem_fake_cloud::peers::{model, LlamaServer, SMOLLM2, TINY};
+pub use tandem_test_peers::{model, LlamaServer, SMOLLM2, TINY};
 
 /// Loads a test model by file name.
 pub fn load(file: &str) -> Option<EdgeWeights> {

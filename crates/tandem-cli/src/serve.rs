@@ -1,12 +1,13 @@
-//! `tandem serve` flags and the blocking entry point the CLI calls.
+//! `tandem serve`: its flags over the settings file, then the server of `tandem-serve`.
 
-use crate::engine::{EngineHandle, ServeOptions};
 use anyhow::{Context, Result};
+use std::io::Write;
 use std::net::SocketAddr;
 use tandem_core::config::Config;
 use tandem_core::local::{default_threads, LocalOptions};
 use tandem_core::models;
 use tandem_core::paths::Paths;
+use tandem_serve::{EngineHandle, ServeOptions};
 
 /// Flags of `tandem serve`.
 #[derive(clap::Args, Debug)]
@@ -63,36 +64,10 @@ pub fn run(args: Args) -> Result<()> {
         prefix_reuse: !args.no_prefix_reuse,
     })
     .with_context(|| format!("loading {model}"))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        println!("listening on http://{}/v1", listener.local_addr()?);
-        use std::io::Write;
-        std::io::stdout().flush()?;
-        axum::serve(listener, crate::router(engine))
-            .with_graceful_shutdown(shutdown_signal())
-            .await?;
-        Ok(())
+    tandem_serve::serve_until_interrupted(engine, addr, |bound| {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening on http://{bound}/v1")?;
+        stdout.flush()
     })
-}
-
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("a SIGTERM handler");
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
+    .with_context(|| format!("serving on {addr}"))
 }

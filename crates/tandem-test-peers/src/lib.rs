@@ -1,5 +1,6 @@
-//! The test models and the independent peer the project's tests share: real GGUF files (opt
-//! in through `TANDEM_TEST_MODELS`) and llama.cpp's own `llama-server` (through
+//! The real peers the project's tests run against, beside the scripted fake cloud
+//! (`tandem-fake-cloud`): real GGUF files (opt in through `TANDEM_TEST_MODELS`) and llama.cpp's
+//! own `llama-server` as the independent OpenAI-compatible server (through
 //! `TANDEM_LLAMA_SERVER`). Both are set by `scripts/test.sh`; without them the tests that
 //! need them print why and pass, so `cargo test` works on a machine without the models.
 
