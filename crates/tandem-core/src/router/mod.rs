@@ -5,10 +5,12 @@
 //! budget's decision ([`crate::budget`]), so a router never sees money or counts.
 
 mod confidence;
+pub mod file;
 mod mlp;
 
 pub use confidence::{EntropyRouter, FixedRouter, MarginRouter};
-pub use mlp::{MlpError, MlpRouter, ModelPair};
+pub use file::ModelPair;
+pub use mlp::{MlpError, MlpRouter};
 
 use crate::signals::Signals;
 use serde::{Deserialize, Serialize};
