@@ -6,11 +6,13 @@
 
 mod baseline;
 mod confidence;
+pub mod file;
 mod mlp;
 
 pub use baseline::{FirstTokenRouter, RandomRouter};
 pub use confidence::{EntropyRouter, FixedRouter, MarginRouter};
-pub use mlp::{MlpError, MlpRouter, ModelPair};
+pub use file::ModelPair;
+pub use mlp::{MlpError, MlpRouter};
 
 use crate::models::{self, ModelError};
 use crate::signals::Signals;
