@@ -3,14 +3,16 @@
 //!
 //! The conversation is saved before the reply starts (the user's message is never lost) and
 //! again when `finished` arrives, before the UI hears of it, so a conversation the UI shows
-//! as finished is on disk. A stopped reply is saved too.
+//! as finished is on disk. A stopped reply is saved too. Starting a reply answers with the
+//! conversation as saved with the user's message, so the UI shows the title the first message
+//! gave it without guessing when to ask.
 
 use crate::error::{AppError, ErrorKind};
 use crate::state::Shared;
 use std::sync::Arc;
 use tandem_core::engine::ReplyMode;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, Usage};
-use tandem_core::history::HistoryError;
+use tandem_core::history::{ConversationSummary, HistoryError};
 use tandem_core::worker::ReplyHandle;
 
 /// What to answer.
@@ -22,13 +24,14 @@ pub enum Ask<'a> {
 }
 
 /// Starts a reply in conversation `id`; its events go to `forward` (which returns `false`
-/// once the UI is gone).
+/// once the UI is gone). Returns the conversation with the user's message (and the title it
+/// may have given it).
 pub fn start(
     shared: &Arc<Shared>,
     id: &str,
     ask: Ask<'_>,
     forward: impl FnMut(Event) -> bool + Send + 'static,
-) -> Result<(), AppError> {
+) -> Result<ConversationSummary, AppError> {
     let mut conversation = shared.store.get(id)?;
     match ask {
         Ask::Message(text) if text.trim().is_empty() => {
@@ -54,6 +57,7 @@ pub fn start(
     };
     let handle = begin(shared, conversation.turns(), mode)?;
     let early_failure = shared.store.save(&mut conversation).err();
+    let asked = conversation.summary();
     let store = shared.store.clone();
     let save = move |events: Vec<Event>| {
         // Re-read: the title or the lock may have changed while the reply streamed.
@@ -66,7 +70,7 @@ pub fn start(
         store.save(&mut latest)
     };
     stream(shared, handle, early_failure, forward, save);
-    Ok(())
+    Ok(asked)
 }
 
 /// Runs a one-off reply in `mode` to `text`, not saved (the compare view).
