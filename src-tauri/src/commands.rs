@@ -107,20 +107,25 @@ pub fn conversation_export(state: AppState<'_>, id: String, format: String) -> R
     }
 }
 
-/// Sends a message in a conversation; the reply streams on `on_event` and is saved.
+/// Sends a message in a conversation; the reply streams on `on_event` and is saved. Answers
+/// with the conversation as saved with the message (the first one titles it).
 #[tauri::command(async)]
 pub fn reply_send(
     state: AppState<'_>,
     id: String,
     text: String,
     on_event: Channel<Event>,
-) -> Result<()> {
+) -> Result<ConversationSummary> {
     replies::start(&state, &id, Ask::Message(&text), forwarder(on_event))
 }
 
 /// Answers the last user message again, replacing the last reply.
 #[tauri::command(async)]
-pub fn reply_regenerate(state: AppState<'_>, id: String, on_event: Channel<Event>) -> Result<()> {
+pub fn reply_regenerate(
+    state: AppState<'_>,
+    id: String,
+    on_event: Channel<Event>,
+) -> Result<ConversationSummary> {
     replies::start(&state, &id, Ask::Regenerate, forwarder(on_event))
 }
 

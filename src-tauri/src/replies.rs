@@ -3,7 +3,9 @@
 //!
 //! The conversation is saved before the reply starts (the user's message is never lost) and
 //! again when `finished` arrives, before the UI hears of it, so a conversation the UI shows
-//! as finished is on disk. A stopped reply is saved too.
+//! as finished is on disk. A stopped reply is saved too. Starting a reply answers with the
+//! conversation as saved with the user's message, so the UI shows the title the first message
+//! gave it without guessing when to ask.
 
 use crate::error::{AppError, ErrorKind};
 use crate::state::Shared;
@@ -11,7 +13,7 @@ use std::sync::Arc;
 use tandem_core::engine::ReplyMode;
 use tandem_core::engine_thread::ReplyHandle;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, Usage};
-use tandem_core::history::HistoryError;
+use tandem_core::history::{ConversationSummary, HistoryError};
 use tandem_core::message::Message;
 
 /// What to answer.
@@ -23,13 +25,14 @@ pub enum Ask<'a> {
 }
 
 /// Starts a reply in conversation `id`; its events go to `forward` (which returns `false`
-/// once the UI is gone).
+/// once the UI is gone). Returns the conversation with the user's message (and the title it
+/// may have given it).
 pub fn start(
     shared: &Arc<Shared>,
     id: &str,
     ask: Ask<'_>,
     forward: impl FnMut(Event) -> bool + Send + 'static,
-) -> Result<(), AppError> {
+) -> Result<ConversationSummary, AppError> {
     let mut conversation = shared.store.get(id)?;
     match ask {
         Ask::Message(text) if text.trim().is_empty() => {
@@ -51,6 +54,7 @@ pub fn start(
     let mode = conversation.reply_mode();
     let handle = begin(shared, conversation.turns(), mode)?;
     let early_failure = shared.store.save(&mut conversation).err();
+    let asked = conversation.summary();
     let store = shared.store.clone();
     let save = move |events: Vec<Event>| {
         // Re-read: the title or the lock may have changed while the reply streamed.
@@ -63,7 +67,7 @@ pub fn start(
         store.save(&mut latest)
     };
     stream(shared, handle, early_failure, forward, save);
-    Ok(())
+    Ok(asked)
 }
 
 /// Runs a one-off reply in `mode` to `text`, not saved (the compare view).

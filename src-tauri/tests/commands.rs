@@ -1,54 +1,16 @@
 //! The app's commands through Tauri's IPC, on the mock runtime (no window, no display), as
 //! the web UI calls them: camelCase arguments in, `{kind, message}` errors out.
 
+mod support;
+
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tandem_core::paths::Paths;
+use support::{App, CHANNEL};
 use tandem_fake_cloud::{FakeCloud, Script};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
-use tauri::WebviewWindow;
 
-/// An app on the mock runtime with its data in `home`, and its main window.
-struct App {
-    _app: tauri::App<MockRuntime>,
-    window: WebviewWindow<MockRuntime>,
-}
-
+/// What the command tests ask of the app beyond a bare call.
 impl App {
-    fn start(home: &Path) -> App {
-        let paths = Paths {
-            config: home.join("config"),
-            data: home.join("data"),
-            cache: home.join("cache"),
-        };
-        let app = tandem_app::build(mock_builder(), paths).unwrap();
-        // The mock runtime does not open the configured window; open one with its label.
-        let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
-            .build()
-            .unwrap();
-        App { _app: app, window }
-    }
-
-    /// Calls a command; `Err` holds the error the UI would get.
-    fn call(&self, cmd: &str, args: Value) -> Result<Value, Value> {
-        get_ipc_response(
-            &self.window,
-            InvokeRequest {
-                cmd: cmd.into(),
-                callback: CallbackFn(0),
-                error: CallbackFn(1),
-                url: "tauri://localhost".parse().unwrap(),
-                body: InvokeBody::Json(args),
-                headers: Default::default(),
-                invoke_key: INVOKE_KEY.to_string(),
-            },
-        )
-        .map(|response| response.deserialize::<Value>().unwrap())
-    }
-
     fn ok(&self, cmd: &str, args: Value) -> Value {
         self.call(cmd, args.clone())
             .unwrap_or_else(|e| panic!("{cmd} {args} failed: {e}"))
@@ -65,12 +27,12 @@ impl App {
     }
 
     /// Starts a reply, waiting while the previous one is still being wrapped up (it is saved
-    /// a moment before it stops counting as running).
-    fn reply(&self, cmd: &str, args: Value) {
+    /// a moment before it stops counting as running); returns what the command answered.
+    fn reply(&self, cmd: &str, args: Value) -> Value {
         let start = Instant::now();
         loop {
             match self.call(cmd, args.clone()) {
-                Ok(_) => return,
+                Ok(asked) => return asked,
                 Err(e) if e["kind"] == "busy" && start.elapsed() < Duration::from_secs(30) => {
                     std::thread::sleep(Duration::from_millis(20))
                 }
@@ -118,9 +80,6 @@ impl App {
         }
     }
 }
-
-/// A channel argument as the JS side sends it (the mock runtime drops what it receives).
-const CHANNEL: &str = "__CHANNEL__:7";
 
 fn test_model(file: &str) -> Option<std::path::PathBuf> {
     let Some(dir) = std::env::var_os("TANDEM_TEST_MODELS") else {
@@ -291,10 +250,12 @@ fn a_reply_is_saved_with_its_provenance_and_a_local_only_chat_never_calls_the_cl
         .as_str()
         .unwrap()
         .to_owned();
-    app.reply(
+    let asked = app.reply(
         "reply_send",
         json!({"id": id, "text": "Describe the sea.", "onEvent": CHANNEL}),
     );
+    // The answer already carries the title the first message gave the chat.
+    assert_eq!(asked["title"], "Describe the sea.", "{asked}");
     let c = app.conversation_with(&id, 2);
     assert_eq!(c["title"], "Describe the sea.");
     let reply = &c["messages"][1];

@@ -1,17 +1,22 @@
-//! The JSON the UI receives, written from the real Rust types into
-//! `ui/src/ipc/fixtures/`, where the UI's tests check their TypeScript types against it.
-//! A change on either side without the other fails one of the two suites.
+//! The JSON the UI receives, written from the real Rust types and the real commands into
+//! `ui/src/ipc/fixtures/`: the UI's tests check their TypeScript types against it, and the
+//! browser tests' mock backend answers from the recorded transcript instead of re-stating the
+//! backend's rules. A change on either side without the other fails one of the two suites.
 //!
-//! After an intended change: `TANDEM_UPDATE_FIXTURES=1 cargo test -p tandem-app --test ipc_fixtures`.
+//! After an intended change:
+//! `TANDEM_UPDATE_FIXTURES=1 cargo test --workspace --test ipc_fixtures`.
+
+mod support;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use support::{App, CHANNEL};
 use tandem_app::error::{AppError, ErrorKind};
 use tandem_app::views::{
     CloudInfo, KeyStatus, Meter, PullEvent, SettingsView, TestResult, CLOUD_PRESETS,
 };
-use tandem_core::budget::CloudBudget;
+use tandem_core::budget::{CloudBudget, Prices};
 use tandem_core::config::Config;
 use tandem_core::engine::ReplyMode;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, TokenSource, Usage};
@@ -125,6 +130,7 @@ fn payloads() -> Value {
     );
     json!({
         "app_error": AppError::new(ErrorKind::ModelMissing, "model 'x' is not downloaded yet"),
+        "conversation_summary": conversation.summary(),
         "conversation": conversation,
         "cloud_info": CloudInfo::new(&config, true),
         "key_status": KeyStatus { source: "keyring", masked: Some("…abcd".into()), keyring_problem: None },
@@ -155,10 +161,197 @@ fn check(name: &str, actual: Value) {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == text,
-        "{} differs from what the Rust types produce; if the change is intended, rerun with \
-         TANDEM_UPDATE_FIXTURES=1 and update ui/src/ipc/types.ts to match",
+        "{} differs from what the Rust types and commands produce; if the change is intended, \
+         rerun with TANDEM_UPDATE_FIXTURES=1 and update ui/src/ipc/types.ts to match",
         path.display()
     );
+}
+
+/// One command as the UI calls it and what the real backend answered.
+#[derive(Serialize)]
+struct Exchange {
+    cmd: &'static str,
+    /// The arguments, without channels, conversation ids written as `{id}`.
+    args: Value,
+    #[serde(flatten)]
+    answer: Answer,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Answer {
+    Ok(Value),
+    Error(Value),
+}
+
+/// Calls the real commands and keeps each exchange, with what changes from run to run (ids,
+/// clocks) written the same way every time.
+struct Recorder {
+    app: App,
+    ids: Vec<String>,
+    exchanges: Vec<Exchange>,
+}
+
+impl Recorder {
+    fn call(&mut self, cmd: &'static str, args: Value) -> Result<Value, Value> {
+        let answer = self.app.call(cmd, args.clone());
+        if let (Ok(created), "conversation_create") = (&answer, cmd) {
+            self.ids.push(created["id"].as_str().unwrap().to_owned());
+        }
+        let mut args = self.steady(args);
+        if let Value::Object(fields) = &mut args {
+            fields.retain(|_, v| *v != CHANNEL);
+        }
+        let recorded = match &answer {
+            Ok(v) => Answer::Ok(self.steady(v.clone())),
+            Err(e) => Answer::Error(self.steady(e.clone())),
+        };
+        self.exchanges.push(Exchange {
+            cmd,
+            args,
+            answer: recorded,
+        });
+        answer
+    }
+
+    fn steady(&self, value: Value) -> Value {
+        match value {
+            Value::String(s) if self.ids.contains(&s) => Value::String("{id}".into()),
+            Value::String(s) => Value::String(
+                self.ids
+                    .iter()
+                    .fold(s, |s, id| s.replace(id.as_str(), "{id}")),
+            ),
+            Value::Array(items) => items.into_iter().map(|v| self.steady(v)).collect(),
+            Value::Object(fields) => fields
+                .into_iter()
+                .map(|(k, v)| match k.as_str() {
+                    "created_ms" | "updated_ms" => (k, json!(0)),
+                    _ => (k, self.steady(v)),
+                })
+                .collect(),
+            v => v,
+        }
+    }
+}
+
+/// `v` as the UI sends it: JSON text, so an `f32` reads 0.15 rather than its `f64` widening.
+fn sent(v: impl Serialize) -> Value {
+    serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap()
+}
+
+/// The budget of the browser tests' user (the mock backend starts from it): a dollar a day at
+/// $0.15/$0.60 per million tokens.
+fn priced_budget() -> CloudBudget {
+    CloudBudget {
+        daily_spend_cap_usd: Some(1.0),
+        prices: Prices {
+            input_per_mtok: 0.15,
+            output_per_mtok: 0.6,
+        },
+        ..CloudBudget::default()
+    }
+}
+
+/// The real commands, from a fresh home (no model: nothing here needs the engine), through
+/// what the browser tests do: the defaults, the presets, naming and renaming chats, and the
+/// inputs the backend refuses, with its own words.
+fn transcript() -> Vec<Exchange> {
+    let home = tempfile::tempdir().unwrap();
+    let mut r = Recorder {
+        app: App::start(home.path()),
+        ids: Vec::new(),
+        exchanges: Vec::new(),
+    };
+    let settings = r.call("settings_get", json!({})).unwrap();
+    r.call("cloud_presets", json!({})).unwrap();
+
+    let id = r.call("conversation_create", json!({})).unwrap()["id"].clone();
+    r.call(
+        "reply_send",
+        json!({"id": id, "text": "  ", "onEvent": CHANNEL}),
+    )
+    .unwrap_err();
+    r.call(
+        "conversation_rename",
+        json!({"id": id, "title": "  Strings, reversed "}),
+    )
+    .unwrap();
+    r.call("conversation_rename", json!({"id": id, "title": " "}))
+        .unwrap_err();
+    r.call("conversation_export", json!({"id": id, "format": "pdf"}))
+        .unwrap_err();
+
+    let off = CloudBudget {
+        enabled: false,
+        ..priced_budget()
+    };
+    let too_much = CloudBudget {
+        max_share: 1.5,
+        ..priced_budget()
+    };
+    let negative_cap = CloudBudget {
+        daily_spend_cap_usd: Some(-1.0),
+        ..priced_budget()
+    };
+    for accepted in [priced_budget(), off] {
+        r.call("budget_set", json!({ "budget": sent(accepted) }))
+            .unwrap();
+    }
+    for refused in [too_much, negative_cap] {
+        r.call("budget_set", json!({ "budget": sent(refused) }))
+            .unwrap_err();
+    }
+
+    let mut no_edge = settings.clone();
+    no_edge["edge"] = json!(" ");
+    r.call("settings_set", json!({ "settings": no_edge }))
+        .unwrap_err();
+    let mut untidy = settings;
+    untidy["cloud"] =
+        json!({"url": " http://127.0.0.1:8080/v1/ ", "model": " ", "mode": "completions"});
+    untidy["threads"] = json!(0);
+    r.call("settings_set", json!({ "settings": untidy }))
+        .unwrap();
+    r.call("key_set", json!({"key": "  "})).unwrap_err();
+    r.exchanges
+}
+
+/// The messages the browser tests send, chat by chat (each test opens a fresh app).
+const CHATS: &[&[&str]] = &[
+    &["Write a Python function that reverses a string."],
+    &["Write a Python function that reverses a string, then explain how it works."],
+    &["reverse a string", "and again"],
+    &["show me xss"],
+    &["xss again"],
+    &["hello"],
+];
+
+/// A chat's title before and after a message.
+#[derive(Serialize)]
+struct Retitle {
+    before: String,
+    message: &'static str,
+    after: String,
+}
+
+/// The titles the backend gives the browser tests' chats. Sending needs the engine, so these
+/// come from the conversation rule `reply_send` applies rather than from the command.
+fn titles() -> Vec<Retitle> {
+    let mut titles = Vec::new();
+    for chat in CHATS {
+        let mut conversation = Conversation::new("c".into(), 0);
+        for &message in *chat {
+            let before = conversation.title.clone();
+            conversation.push_user(message);
+            titles.push(Retitle {
+                before,
+                message,
+                after: conversation.title.clone(),
+            });
+        }
+    }
+    titles
 }
 
 #[test]
@@ -169,4 +362,12 @@ fn every_event_shape_the_ui_receives_is_in_its_fixture() {
 #[test]
 fn every_payload_shape_the_ui_receives_is_in_its_fixture() {
     check("payloads.json", payloads());
+}
+
+#[test]
+fn the_mock_backend_answers_what_the_real_commands_answered() {
+    check(
+        "transcript.json",
+        json!({ "exchanges": transcript(), "titles": titles() }),
+    );
 }

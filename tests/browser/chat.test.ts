@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { callsOf, cspViolations, launch, openApp, send, waitForReply } from "./helpers";
+import { titleAfter } from "../../ui/src/ipc/mock/transcript";
 
 let browser: Browser;
 beforeAll(async () => {
@@ -47,6 +48,22 @@ describe("chat", () => {
     await expect.poll(() => page.locator(".chat-item.active .chat-name").textContent()).toContain("Write a Python function");
     expect(await cspViolations(page)).toEqual([]);
     expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("names a chat after its first message as soon as the backend has saved it", async () => {
+    const { page } = await openApp(browser, { query: "delay=40" });
+    const message = "Write a Python function that reverses a string, then explain how it works.";
+    // What the real backend called this chat when it was recorded (cut, with an ellipsis).
+    const title = titleAfter("New chat", message);
+    expect(title.length).toBeLessThan(message.length);
+    await send(page, message);
+    // The reply is still streaming: the title came with the answer to reply_send.
+    await expect.poll(() => page.locator(".chat-title").textContent()).toBe(title);
+    expect(await page.locator(".reply .reply-footer").count()).toBe(0);
+    await waitForReply(page);
+    await expect.poll(() => page.locator(".chat-item.active .chat-name").textContent()).toBe(title);
+    expect(await callsOf(page, "conversation_get")).toHaveLength(0);
     await page.context().close();
   });
 

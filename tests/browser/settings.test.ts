@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { callsOf, cspViolations, launch, openApp } from "./helpers";
+import { recorded } from "../../ui/src/ipc/mock/transcript";
 
 let browser: Browser;
 beforeAll(async () => {
@@ -118,6 +119,22 @@ describe("settings", () => {
     await page.context().close();
   });
 
+  it("a negative spend cap is refused in the backend's words and the dialog stays open", async () => {
+    const { page } = await openApp(browser);
+    const dialog = await openSettings(page);
+    await dialog.locator("#spend-cap").fill("-1");
+    await dialog.locator("#save-settings").click();
+    const toast = dialog.locator(".toast-error");
+    await toast.waitFor();
+    const sent = (await callsOf(page, "budget_set")).at(-1)!.args;
+    const answer = recorded("budget_set", sent);
+    if (!answer || !("error" in answer)) throw new Error(`the backend was not recorded refusing ${JSON.stringify(sent)}`);
+    expect(await toast.locator(".toast-kind").textContent()).toBe(answer.error.kind);
+    expect(await toast.textContent()).toContain(answer.error.message);
+    expect(await dialog.isVisible()).toBe(true);
+    await page.context().close();
+  });
+
   it("shows the latest evaluation's chart as an image as wide as the dialog", async () => {
     const { page, problems } = await openApp(browser);
     const dialog = await openSettings(page);
@@ -163,7 +180,7 @@ describe("settings", () => {
     expect(await toast.locator(".toast-kind").textContent()).toBe("storage");
     expect(await toast.textContent()).toContain("router evaluation: permission denied reading eval/latest.svg");
     expect(await dialog.locator("#evaluation").textContent()).toBe("");
-    expect(await dialog.locator("#router-kind").inputValue()).toBe("entropy");
+    expect(await dialog.locator("#router-kind").inputValue()).toBe("mlp");
     await page.context().close();
   });
 

@@ -4,7 +4,7 @@
  */
 import * as ipc from "./ipc/commands";
 import { toUiError } from "./ipc/errors";
-import type { AppStatus, CloudBudget, Conversation, Event, ExportFormat } from "./ipc/types";
+import type { AppStatus, CloudBudget, Conversation, ConversationSummary, Event, ExportFormat } from "./ipc/types";
 import { BudgetControls } from "./budget/controls";
 import { ChatHeader } from "./chat/header";
 import { Composer } from "./chat/composer";
@@ -276,7 +276,7 @@ class App {
     await this.stream(id, (onEvent) => ipc.replyRegenerate(id, onEvent));
   }
 
-  private async stream(id: string, start: (onEvent: (e: Event) => void) => Promise<null>): Promise<void> {
+  private async stream(id: string, start: (onEvent: (e: Event) => void) => Promise<ConversationSummary>): Promise<void> {
     const reply = new ReplyView();
     this.streaming = reply;
     this.streamingFor = id;
@@ -284,7 +284,12 @@ class App {
     this.conversation.scrollToEnd(true);
     this.renderComposer();
     try {
-      await start((e) => reply.push(e));
+      const asked = await start((e) => reply.push(e));
+      // The backend says what the chat is called now (the first message names it).
+      if (this.current?.id === id) {
+        this.current = { ...this.current, title: asked.title };
+        this.chatHeader.show(this.current);
+      }
     } catch (e) {
       const error = toUiError(e);
       reply.fail(error);
@@ -299,17 +304,7 @@ class App {
       this.current.messages.push({ role: "assistant", content: reply.text });
       this.chatHeader.show(this.current);
     }
-    await Promise.all([this.refreshList(), this.refreshMeter(), this.refreshTitle(id)]);
-  }
-
-  /** The first message titles the chat on the backend; pick the title up. */
-  private async refreshTitle(id: string): Promise<void> {
-    if (this.current?.id !== id || this.current.title !== "New chat") return;
-    const fresh = await attempt(() => ipc.conversationGet(id), "chat");
-    if (fresh && this.current?.id === id) {
-      this.current = { ...this.current, title: fresh.title };
-      this.chatHeader.show(this.current);
-    }
+    await Promise.all([this.refreshList(), this.refreshMeter()]);
   }
 
   private async stop(): Promise<void> {

@@ -119,7 +119,7 @@ pub enum BudgetError {
     #[error("a cloud share is between 0 and 1 (0% and 100%), not {0}")]
     Share(String),
     /// The daily cap is negative or not a number.
-    #[error("the daily spend cap cannot be negative, not {0}")]
+    #[error("the daily spend cap is in dollars and cannot be negative (got {0})")]
     Cap(f64),
     /// A price is negative or not a number.
     #[error("prices cannot be negative")]

@@ -157,7 +157,8 @@ impl Conversation {
         self.messages.last().is_some_and(|m| m.role == Role::User)
     }
 
-    fn summary(&self) -> ConversationSummary {
+    /// What the sidebar lists for it.
+    pub fn summary(&self) -> ConversationSummary {
         ConversationSummary {
             id: self.id.clone(),
             title: self.title.clone(),

@@ -81,11 +81,12 @@ export const conversationSetLocalOnly = (id: string, localOnly: boolean) =>
 export const conversationExport = (id: string, format: ExportFormat) =>
   call<string>("conversation_export", { id, format });
 
-// ---- Replies: the promise settles when the reply is queued; events end with `finished` ----
+// ---- Replies: the promise settles when the reply is queued, with the chat as saved with the
+// message (the first one titles it); events follow and end with `finished` ----
 export const replySend = (id: string, text: string, onEvent: (e: Event) => void) =>
-  call<null>("reply_send", { id, text, onEvent: eventChannel(onEvent) });
+  call<ConversationSummary>("reply_send", { id, text, onEvent: eventChannel(onEvent) });
 export const replyRegenerate = (id: string, onEvent: (e: Event) => void) =>
-  call<null>("reply_regenerate", { id, onEvent: eventChannel(onEvent) });
+  call<ConversationSummary>("reply_regenerate", { id, onEvent: eventChannel(onEvent) });
 export const replyStop = () => call<null>("reply_stop");
 export const compareRun = (text: string, mode: ReplyMode, onEvent: (e: Event) => void) =>
   call<null>("compare_run", { text, mode, onEvent: eventChannel(onEvent) });

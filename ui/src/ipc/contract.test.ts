@@ -49,6 +49,7 @@ describe("docs/ipc.md", () => {
 
 const EVENTS_FIXTURE = resolve("ui/src/ipc/fixtures/events.json");
 const PAYLOADS_FIXTURE = resolve("ui/src/ipc/fixtures/payloads.json");
+const TRANSCRIPT_FIXTURE = resolve("ui/src/ipc/fixtures/transcript.json");
 
 /** The keys of `value`, sorted, failing clearly when it is not an object. */
 function keys(value: unknown, what: string): string[] {
@@ -155,5 +156,25 @@ describe("fixtures written from the Rust types", () => {
     const unchecked = Object.keys(payloads).filter((name) => !(name in PAYLOAD_CHECKS));
     expect(unchecked, "payloads.json has payloads the UI's test does not check yet").toEqual([]);
     for (const [name, value] of Object.entries(payloads)) PAYLOAD_CHECKS[name]!(value);
+  });
+});
+
+describe("the transcript recorded from the real commands", () => {
+  it.skipIf(!existsSync(TRANSCRIPT_FIXTURE))("holds only commands of the contract, each answered or refused with a coded kind", () => {
+    const transcript = JSON.parse(readFileSync(TRANSCRIPT_FIXTURE, "utf8")) as {
+      exchanges: Record<string, unknown>[];
+      titles: Record<string, unknown>[];
+    };
+    expect(transcript.exchanges.length).toBeGreaterThan(0);
+    for (const x of transcript.exchanges) {
+      expect(COMMANDS as readonly string[]).toContain(x.cmd);
+      expectFields(x, `${String(x.cmd)} exchange`, ["cmd", "args"], ["ok", "error"]);
+      expect("ok" in x !== "error" in x, `${String(x.cmd)} is answered or refused, not both`).toBe(true);
+      if ("error" in x) {
+        expectFields(x.error, "AppError", ["kind", "message"]);
+        expect(ERROR_KINDS as readonly string[]).toContain((x.error as { kind: string }).kind);
+      }
+    }
+    for (const t of transcript.titles) expectFields(t, "title", ["before", "message", "after"]);
   });
 });

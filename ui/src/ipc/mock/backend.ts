@@ -2,9 +2,13 @@
  * A scripted backend for the browser tests, installed only in the `e2e` build (`main.ts`
  * imports it behind `import.meta.env.MODE`, so the production bundle never contains it).
  *
- * It answers every command of docs/ipc.md with plausible data, replays recorded event streams
- * through the reply's Channel the way Tauri does (indexed messages, then an end marker, all
- * after the command has resolved), and records every invocation on `window.__tandemCalls`.
+ * It answers every command of docs/ipc.md: where an answer carries a backend rule (defaults,
+ * presets, titles, tidied input, refusals) it replays what the real commands answered
+ * (`transcript.ts`); otherwise it only keeps state (chats, settings, the budget) as given.
+ * Replies need a model, so they are not recorded from the app: it stands in for the engine by
+ * replaying event streams recorded from the CLI through the reply's Channel the way Tauri does
+ * (indexed messages, then an end marker, all after the command has resolved). It records every
+ * invocation on `window.__tandemCalls`.
  */
 import { mockIPC } from "@tauri-apps/api/mocks";
 import type {
@@ -13,6 +17,7 @@ import type {
   CloudBudget,
   CloudPreset,
   Conversation,
+  ConversationSummary,
   Event,
   KeyStatus,
   ModelStatus,
@@ -23,6 +28,7 @@ import type {
   TokenEvent,
 } from "../types";
 import { parseEventLines } from "../events";
+import { firstAnswer, recorded, titleAfter } from "./transcript";
 import routedJsonl from "../../../../tests/fixtures/routed-reply.jsonl?raw";
 import xssJsonl from "../../../../tests/fixtures/xss-reply.jsonl?raw";
 
@@ -119,33 +125,17 @@ export function installMockBackend(): void {
   let engineCalls = 0;
   const engineScript = params.get("engine"); // "loading" (ready after 2 polls) or "failed"
   const evaluation = params.get("eval") === "none" ? null : EVALUATION_SVG; // "none": `tandem eval` never ran
-  let budget: CloudBudget = {
-    enabled: true,
-    max_share: 0.15,
-    max_cloud_tokens: null,
-    daily_spend_cap_usd: 1,
-    prices: { input_per_mtok: 0.15, output_per_mtok: 0.6 },
-  };
+  // The user of the browser tests priced the cloud and set a daily cap; see ipc_fixtures.rs.
+  let budget = firstAnswer<CloudBudget>("budget_set");
   let key: KeyStatus = { source: "none", masked: null, keyring_problem: params.has("keyring") ? "no secret service on the session bus" : null };
-  let settings: Settings = {
-    edge: "qwen2.5-coder-0.5b",
-    threads: null,
-    cloud: { url: "", model: null, mode: "completions" },
-    router: { kind: "entropy" },
-  };
-  const meter = { spent_today_usd: 0.0123, cap_usd: 1 as number | null, today_edge_tokens: 830, today_cloud_tokens: 120 };
+  let settings = firstAnswer<Settings>("settings_get");
+  const meter = { spent_today_usd: 0.0123, cap_usd: budget.daily_spend_cap_usd, today_edge_tokens: 830, today_cloud_tokens: 120 };
   const models: ModelStatus[] = [
     { name: "qwen2.5-coder-0.5b", role: "edge", bytes: 491_000_000, pulled: true },
     { name: "qwen2.5-coder-1.5b", role: "cloud stand-in", bytes: 1_120_000_000, pulled: true },
     { name: "smollm2-360m", role: "edge", bytes: 271_000_000, pulled: false },
   ];
-  const presets: CloudPreset[] = [
-    { name: "Local stand-in (Tandem serves the 1.5B model)", url: "", mode: "completions", needs_key: false },
-    { name: "llama-server", url: "http://127.0.0.1:8080/v1", mode: "completions", needs_key: false },
-    { name: "vLLM", url: "http://127.0.0.1:8000/v1", mode: "completions", needs_key: false },
-    { name: "OpenRouter", url: "https://openrouter.ai/api/v1", mode: "chat", needs_key: true },
-    { name: "OpenAI-compatible (generic)", url: "https://api.example.com/v1", mode: "chat", needs_key: true },
-  ];
+  const presets = firstAnswer<CloudPreset[]>("cloud_presets");
 
   const now = Date.now();
   const chats = new Map<string, Conversation>();
@@ -181,6 +171,13 @@ export function installMockBackend(): void {
   };
 
   const get = (id: unknown): Conversation => chats.get(String(id)) ?? fail("not_found", `no conversation ${String(id)}`);
+  const summary = (c: Conversation): ConversationSummary => ({
+    id: c.id,
+    title: c.title,
+    updated_ms: c.updated_ms,
+    local_only: c.local_only,
+    preview: (c.messages.at(-1)?.content ?? "").slice(0, 80),
+  });
 
   /** Replays `events` through the channel after the command has returned, like the real one. */
   const replay = (channel: ChannelLike, events: Event[], save?: (events: Event[]) => void) => {
@@ -228,14 +225,18 @@ export function installMockBackend(): void {
     return null;
   };
 
-  const answer = (conversation: Conversation, text: string, channel: ChannelLike) => {
-    const mode: ReplyMode = conversation.local_only || !budget.enabled ? "edge" : "routed";
+  /** Starts the reply to `text` and answers like `reply_send`: the chat as saved with the message. */
+  const answer = (conversation: Conversation, text: string, channel: ChannelLike): ConversationSummary => {
+    // As the engine does: a local-only chat replies in edge mode; with the cloud switched off a
+    // routed reply still runs, but every token is the edge model's.
+    const mode: ReplyMode = conversation.local_only ? "edge" : "routed";
     const script = /xss/i.test(text) ? XSS : /long/i.test(text) ? LONG : ROUTED;
-    return replay(channel, inMode(script, mode), (events) => {
+    replay(channel, inMode(script, budget.enabled ? mode : "edge"), (events) => {
       const content = events.map((e) => (e.type === "token" ? e.text : "")).join("");
       conversation.messages.push({ role: "assistant", mode, content, events });
       conversation.updated_ms = Date.now();
     });
+    return summary(conversation);
   };
 
   mockIPC(async (cmd, raw) => {
@@ -247,15 +248,17 @@ export function installMockBackend(): void {
       failures.delete(cmd);
       throw planned;
     }
+    // The backend was asked exactly this: answer as it did.
+    const replayed = recorded(cmd, args);
+    if (replayed && "error" in replayed) throw replayed.error;
+    const answered = replayed && "ok" in replayed ? structuredClone(replayed.ok) : undefined;
     switch (cmd) {
       case "app_status":
         return status();
       case "meter":
         return { ...meter };
       case "budget_set": {
-        const b = args.budget as CloudBudget;
-        if (!(b.max_share >= 0 && b.max_share <= 1)) fail("invalid_input", "max_share must be between 0 and 1");
-        budget = { ...b };
+        budget = structuredClone((answered ?? args.budget) as CloudBudget);
         meter.cap_usd = budget.daily_spend_cap_usd;
         return budget;
       }
@@ -264,16 +267,10 @@ export function installMockBackend(): void {
         return [...chats.values()]
           .filter((c) => !q || c.title.toLowerCase().includes(q) || c.messages.some((m) => m.content.toLowerCase().includes(q)))
           .sort((a, b) => b.updated_ms - a.updated_ms)
-          .map((c) => ({
-            id: c.id,
-            title: c.title,
-            updated_ms: c.updated_ms,
-            local_only: c.local_only,
-            preview: (c.messages.at(-1)?.content ?? "").slice(0, 80),
-          }));
+          .map(summary);
       }
       case "conversation_create": {
-        const c: Conversation = { id: `c-${nextId++}`, title: "New chat", created_ms: Date.now(), updated_ms: Date.now(), local_only: false, messages: [] };
+        const c: Conversation = { ...firstAnswer<Conversation>("conversation_create"), id: `c-${nextId++}`, created_ms: Date.now(), updated_ms: Date.now() };
         chats.set(c.id, c);
         return structuredClone(c);
       }
@@ -281,7 +278,7 @@ export function installMockBackend(): void {
         return structuredClone(get(args.id));
       case "conversation_rename": {
         const c = get(args.id);
-        c.title = String(args.title);
+        c.title = answered ? (answered as Conversation).title : String(args.title);
         return structuredClone(c);
       }
       case "conversation_delete":
@@ -302,8 +299,8 @@ export function installMockBackend(): void {
         const c = get(args.id);
         if (running) fail("busy", "a reply is already being generated");
         const text = String(args.text);
+        c.title = titleAfter(c.title, text);
         c.messages.push({ role: "user", content: text });
-        if (c.title === "New chat") c.title = text.slice(0, 40);
         c.updated_ms = Date.now();
         return answer(c, text, args.onEvent as ChannelLike);
       }
@@ -322,7 +319,7 @@ export function installMockBackend(): void {
       case "settings_get":
         return structuredClone(settings);
       case "settings_set":
-        settings = structuredClone(args.settings as Settings);
+        settings = structuredClone((answered ?? args.settings) as Settings);
         return structuredClone(settings);
       case "cloud_presets":
         return presets;
@@ -337,7 +334,6 @@ export function installMockBackend(): void {
       }
       case "key_set": {
         const k = String(args.key);
-        if (!k) fail("invalid_input", "the key is empty");
         key = { source: "keyring", masked: `…${k.slice(-4)}`, keyring_problem: key.keyring_problem };
         return key;
       }
