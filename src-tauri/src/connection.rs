@@ -1,21 +1,26 @@
 //! "Test connection": asks an endpoint for its models with the stored key and says, in one
 //! word and one sentence, whether replies would work.
 
+use crate::error::ErrorKind;
 use crate::state::Shared;
 use crate::views::{CloudSettingsView, TestResult};
-use tandem_core::cloud::{CloudClient, CloudConfig, CloudErrorKind};
+use tandem_core::cloud::{CloudClient, CloudConfig};
 use tandem_core::config::CloudSettings;
 
 /// Tests `cloud` as the settings dialog has it (not yet saved).
 pub fn test(shared: &Shared, cloud: CloudSettingsView) -> TestResult {
     let url = match cloud.url.trim().trim_end_matches('/') {
-        "none" => return result(false, "error", "no cloud is configured: replies stay local"),
+        "none" => {
+            return failed(
+                ErrorKind::CloudError,
+                "no cloud is configured: replies stay local",
+            )
+        }
         "" => match shared.engine.ready().ok().and_then(|l| l.cloud.url.clone()) {
             Some(url) => url,
             None => {
-                return result(
-                    false,
-                    "unreachable",
+                return failed(
+                    ErrorKind::CloudUnreachable,
                     "the local stand-in is not running (its model may not be downloaded)",
                 )
             }
@@ -34,26 +39,18 @@ pub fn test(shared: &Shared, cloud: CloudSettingsView) -> TestResult {
     match checked {
         Ok(models) => TestResult {
             ok: true,
-            kind: "ok",
+            kind: None,
             message: format!("{url} answers and serves {}", models.join(", ")),
             models,
         },
-        Err(e) => {
-            let kind = match e.kind() {
-                CloudErrorKind::WrongKey => "wrong_key",
-                CloudErrorKind::Unreachable => "unreachable",
-                CloudErrorKind::ModelNotFound => "model_not_found",
-                CloudErrorKind::Other => "error",
-            };
-            result(false, kind, &e.to_string())
-        }
+        Err(e) => failed(e.kind().into(), &e.to_string()),
     }
 }
 
-fn result(ok: bool, kind: &'static str, message: &str) -> TestResult {
+fn failed(kind: ErrorKind, message: &str) -> TestResult {
     TestResult {
-        ok,
-        kind,
+        ok: false,
+        kind: Some(kind),
         message: message.to_owned(),
         models: Vec::new(),
     }

@@ -1,7 +1,7 @@
 //! What the UI is shown: small serializable views over the core's state (mirrored by the
 //! types in `ui/src/ipc/`).
 
-use crate::error::AppError;
+use crate::error::{AppError, ErrorKind};
 use serde::{Deserialize, Serialize};
 use tandem_core::budget::CloudBudget;
 use tandem_core::cloud::CloudMode;
@@ -209,8 +209,9 @@ impl SettingsView {
 pub struct TestResult {
     /// Whether it worked.
     pub ok: bool,
-    /// ok, wrong_key, unreachable, model_not_found or error.
-    pub kind: &'static str,
+    /// Why it failed, in the vocabulary of every other error (a `cloud_*` kind); `None` when
+    /// it worked.
+    pub kind: Option<ErrorKind>,
     /// A sentence for the user.
     pub message: String,
     /// The models the endpoint serves (when it answered).

@@ -189,17 +189,17 @@ fn test_connection_tells_unreachable_wrong_key_and_unknown_model_apart() {
     let ok = test(&fake.base_url(), None);
     assert_eq!(
         (ok["ok"].clone(), ok["kind"].clone()),
-        (json!(true), json!("ok")),
+        (json!(true), json!(null)),
         "{ok}"
     );
     let missing = test(&fake.base_url(), Some("no-such-model"));
-    assert_eq!(missing["kind"], "model_not_found", "{missing}");
+    assert_eq!(missing["kind"], "cloud_model_not_found", "{missing}");
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", closed.local_addr().unwrap());
     drop(closed);
-    assert_eq!(test(&url, None)["kind"], "unreachable");
+    assert_eq!(test(&url, None)["kind"], "cloud_unreachable");
     let locked = FakeCloud::start(Script::cycle(&["x"]).requiring_key("sk-right")).unwrap();
-    assert_eq!(test(&locked.base_url(), None)["kind"], "wrong_key");
+    assert_eq!(test(&locked.base_url(), None)["kind"], "cloud_wrong_key");
 
     // No evaluation yet; then the chart `tandem eval` leaves is what the app shows.
     assert_eq!(app.ok("evaluation_latest", json!({})), Value::Null);

@@ -138,7 +138,7 @@ fn payloads() -> Value {
         "budget": budget,
         "settings": SettingsView::of(&config),
         "cloud_presets": CLOUD_PRESETS.to_vec(),
-        "test_result": TestResult { ok: false, kind: "wrong_key", message: "cloud refused the API key (HTTP 401)".into(), models: Vec::new() },
+        "test_result": TestResult { ok: false, kind: Some(ErrorKind::CloudWrongKey), message: "cloud refused the API key (HTTP 401)".into(), models: Vec::new() },
         "pull_events": [
             value(PullEvent::Progress { done: 10, total: 100 }),
             value(PullEvent::Done),

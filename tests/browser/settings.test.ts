@@ -62,7 +62,7 @@ describe("settings", () => {
     await dialog.locator("#cloud-url").fill("https://wrong.example/v1");
     await dialog.locator("#test-connection").click();
     await expect.poll(() => result.textContent()).toContain("Wrong key");
-    expect(await result.getAttribute("class")).toContain("result-wrong_key");
+    expect(await result.getAttribute("class")).toContain("result-cloud_wrong_key");
 
     await dialog.locator("#cloud-url").fill("http://down.example/v1");
     await dialog.locator("#test-connection").click();

@@ -196,7 +196,8 @@ export type Settings = {
 export type CloudPreset = { name: string; url: string; mode: CloudMode; needs_key: boolean };
 export type TestResult = {
   ok: boolean;
-  kind: "ok" | "wrong_key" | "unreachable" | "model_not_found" | "error";
+  /** Why it failed, in the same words as every other error; null when it worked. */
+  kind: ErrorKind | null;
   message: string;
   models: string[];
 };

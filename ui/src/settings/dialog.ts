@@ -10,6 +10,7 @@ import type {
   CloudBudget,
   CloudMode,
   CloudPreset,
+  ErrorKind,
   KeyStatus,
   ModelStatus,
   PullEvent,
@@ -24,13 +25,18 @@ import { attempt, showError } from "../shell/toast";
 
 export type SettingsDeps = { status(): AppStatus | null; saved(budget: CloudBudget | null): void };
 
-const TEST_LABELS: Record<TestResult["kind"], string> = {
-  ok: "Connected",
-  wrong_key: "Wrong key",
-  unreachable: "Unreachable",
-  model_not_found: "Model not found",
-  error: "Error",
+const TEST_LABELS: Partial<Record<ErrorKind, string>> = {
+  cloud_wrong_key: "Wrong key",
+  cloud_unreachable: "Unreachable",
+  cloud_model_not_found: "Model not found",
+  cloud_error: "Error",
 };
+
+/** What a connection test's result is called: "Connected", or its kind's label. */
+function testLabel(r: TestResult): string {
+  if (r.kind === null) return "Connected";
+  return TEST_LABELS[r.kind] ?? r.kind;
+}
 
 function field(label: string, control: HTMLElement, hint?: string): HTMLElement {
   return h("label", { className: "field" }, h("span", { className: "field-label" }, label), control, hint ? h("small", { className: "field-hint" }, hint) : null);
@@ -203,10 +209,10 @@ export class SettingsDialog {
     this.testResult.textContent = "Testing…";
     try {
       const r = await ipc.cloudTest(this.cloud());
-      this.testResult.className = `test-result result-${r.kind}`;
+      this.testResult.className = `test-result result-${r.kind ?? "ok"}`;
       replace(
         this.testResult,
-        h("b", {}, `${r.ok ? "✓" : "✗"} ${TEST_LABELS[r.kind] ?? r.kind}`),
+        h("b", {}, `${r.ok ? "✓" : "✗"} ${testLabel(r)}`),
         r.message ? ` — ${r.message}` : "",
         r.models.length ? h("small", { className: "models" }, `Models: ${r.models.join(", ")}`) : null,
       );

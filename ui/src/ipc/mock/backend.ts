@@ -326,11 +326,11 @@ export function installMockBackend(): void {
       case "cloud_test": {
         const cloud = args.cloud as Settings["cloud"];
         await sleep(150);
-        const result = (kind: TestResult["kind"], message: string, found: string[] = []): TestResult => ({ ok: kind === "ok", kind, message, models: found });
-        if (/wrong/.test(cloud.url)) return result("wrong_key", "401 Unauthorized: the server refused the key");
-        if (/down|unreachable/.test(cloud.url)) return result("unreachable", "connection refused");
-        if (cloud.model === "missing") return result("model_not_found", "no model named missing");
-        return result("ok", "answered in 84 ms", ["qwen2.5-1.5b-instruct", "qwen2.5-7b-instruct"]);
+        const result = (kind: TestResult["kind"], message: string, found: string[] = []): TestResult => ({ ok: kind === null, kind, message, models: found });
+        if (/wrong/.test(cloud.url)) return result("cloud_wrong_key", "401 Unauthorized: the server refused the key");
+        if (/down|unreachable/.test(cloud.url)) return result("cloud_unreachable", "connection refused");
+        if (cloud.model === "missing") return result("cloud_model_not_found", "no model named missing");
+        return result(null, "answered in 84 ms", ["qwen2.5-1.5b-instruct", "qwen2.5-7b-instruct"]);
       }
       case "key_set": {
         const k = String(args.key);
