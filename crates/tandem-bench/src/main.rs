@@ -152,7 +152,7 @@ fn main() -> Result<()> {
     let mut requests_per_token = Vec::new();
     let mut decoded_per_request = Vec::new();
     for (span, reuse) in [(1, true), (4, true), (4, false)] {
-        let serve = tandem_serve::EngineHandle::start(tandem_serve::ServeOptions {
+        let serve = tandem_serve::ModelThread::start(tandem_serve::ServeOptions {
             model_path: args.cloud.clone(),
             model_name: "cloud".into(),
             local: LocalOptions {

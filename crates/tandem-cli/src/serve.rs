@@ -7,7 +7,7 @@ use tandem_core::config::Config;
 use tandem_core::local::{default_threads, LocalOptions};
 use tandem_core::models;
 use tandem_core::paths::Paths;
-use tandem_serve::{EngineHandle, ServeOptions};
+use tandem_serve::{ModelThread, ServeOptions};
 
 /// Flags of `tandem serve`.
 #[derive(clap::Args, Debug)]
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<()> {
     let addr: SocketAddr = format!("{host}:{port}")
         .parse()
         .with_context(|| format!("'{host}:{port}' is not an address to bind"))?;
-    let engine = EngineHandle::start(ServeOptions {
+    let engine = ModelThread::start(ServeOptions {
         model_path,
         model_name: model.clone(),
         local: LocalOptions {

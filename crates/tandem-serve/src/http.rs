@@ -1,6 +1,6 @@
 //! The HTTP face: OpenAI routes over the model thread, streaming or not.
 
-use crate::engine::{EngineHandle, Finished, Job, JobPrompt, Output};
+use crate::model_thread::{Finished, Job, JobPrompt, ModelThread, Output};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
@@ -23,7 +23,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 /// The routes, over a started model thread.
-pub fn router(engine: EngineHandle) -> Router {
+pub fn router(model: ModelThread) -> Router {
     Router::new()
         .route(
             "/health",
@@ -45,7 +45,7 @@ pub fn router(engine: EngineHandle) -> Router {
                 "invalid_request_error",
             )
         })
-        .with_state(engine)
+        .with_state(model)
 }
 
 /// A server running on its own thread (for tests and the app's embedded stand-in).
@@ -75,7 +75,7 @@ impl Drop for Running {
 }
 
 /// Binds `addr` and serves on a background thread until the handle is dropped.
-pub fn start(engine: EngineHandle, addr: SocketAddr) -> std::io::Result<Running> {
+pub fn start(model: ModelThread, addr: SocketAddr) -> std::io::Result<Running> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
@@ -90,7 +90,7 @@ pub fn start(engine: EngineHandle, addr: SocketAddr) -> std::io::Result<Running>
             runtime.block_on(async move {
                 let listener =
                     tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                let _ = axum::serve(listener, router(engine))
+                let _ = axum::serve(listener, router(model))
                     .with_graceful_shutdown(async {
                         let _ = stopped.await;
                     })
@@ -107,7 +107,7 @@ pub fn start(engine: EngineHandle, addr: SocketAddr) -> std::io::Result<Running>
 /// Serves on `addr` on this thread until SIGINT or SIGTERM (`tandem serve`); `listening`
 /// is told the bound address first.
 pub fn serve_until_interrupted(
-    engine: EngineHandle,
+    model: ModelThread,
     addr: SocketAddr,
     listening: impl FnOnce(SocketAddr) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
@@ -118,7 +118,7 @@ pub fn serve_until_interrupted(
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         listening(listener.local_addr()?)?;
-        axum::serve(listener, router(engine))
+        axum::serve(listener, router(model))
             .with_graceful_shutdown(shutdown_signal())
             .await
     })
@@ -170,22 +170,22 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for WireBody
     }
 }
 
-async fn models(State(engine): State<EngineHandle>) -> Json<ModelList> {
-    Json(ModelList::one(engine.model_name, "tandem"))
+async fn models(State(model): State<ModelThread>) -> Json<ModelList> {
+    Json(ModelList::one(model.model_name, "tandem"))
 }
 
 async fn tokenize(
-    State(engine): State<EngineHandle>,
+    State(model): State<ModelThread>,
     WireBody(request): WireBody<TokenizeRequest>,
 ) -> Response {
-    match engine.tokenize(request.content, request.add_special).await {
+    match model.tokenize(request.content, request.add_special).await {
         Ok(tokens) => Json(TokenizeResponse { tokens }).into_response(),
         Err(stopped) => unavailable(stopped),
     }
 }
 
-async fn metrics(State(engine): State<EngineHandle>) -> String {
-    let c = &engine.counters;
+async fn metrics(State(model): State<ModelThread>) -> String {
+    let c = &model.counters;
     let line = |name: &str, help: &str, value: u64| {
         format!(
             "# HELP tandem:{name} {help}\n# TYPE tandem:{name} counter\ntandem:{name} {value}\n"
@@ -226,7 +226,7 @@ fn sampling(generation: &Generation) -> SamplingParams {
 }
 
 async fn completions(
-    State(engine): State<EngineHandle>,
+    State(model): State<ModelThread>,
     WireBody(r): WireBody<CompletionRequest>,
 ) -> Response {
     let prompt = match r.prompt {
@@ -242,7 +242,7 @@ async fn completions(
         output,
     };
     run(
-        engine,
+        model,
         job,
         outputs,
         r.generation.stream,
@@ -252,7 +252,7 @@ async fn completions(
 }
 
 async fn chat_completions(
-    State(engine): State<EngineHandle>,
+    State(model): State<ModelThread>,
     WireBody(r): WireBody<ChatRequest>,
 ) -> Response {
     let mut messages = Vec::with_capacity(r.messages.len());
@@ -275,22 +275,22 @@ async fn chat_completions(
         logprobs: r.logprob_alternatives(),
         output,
     };
-    run(engine, job, outputs, r.generation.stream, Endpoint::Chat).await
+    run(model, job, outputs, r.generation.stream, Endpoint::Chat).await
 }
 
 /// Queues `job` and answers with what it sends to `outputs`, whole or streamed.
 async fn run(
-    engine: EngineHandle,
+    model: ModelThread,
     job: Job,
     outputs: UnboundedReceiver<Output>,
     stream: bool,
     endpoint: Endpoint,
 ) -> Response {
     let with_logprobs = job.logprobs.is_some();
-    if let Err(stopped) = engine.complete(job) {
+    if let Err(stopped) = model.complete(job) {
         return unavailable(stopped);
     }
-    let meta = Meta::new(&engine.model_name, endpoint);
+    let meta = Meta::new(&model.model_name, endpoint);
     if stream {
         stream_response(outputs, meta).into_response()
     } else {

@@ -9,10 +9,10 @@
 //! The JSON it reads and writes is `tandem-wire`'s, the same types Tandem's cloud client uses.
 //! The `tandem serve` command (flags, settings) lives in `tandem-cli`.
 
-mod engine;
 mod http;
+mod model_thread;
 mod stand_in;
 pub mod startup;
 
-pub use engine::{EngineHandle, JobError, ServeOptions, StartError, Stopped};
 pub use http::{router, serve_until_interrupted, start, Running};
+pub use model_thread::{JobError, ModelThread, ServeOptions, StartError, Stopped};

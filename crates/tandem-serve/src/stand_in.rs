@@ -4,7 +4,7 @@
 //! the desktop app both start it through [`crate::startup`]; it stops when the returned handle
 //! is dropped.
 
-use crate::{start, EngineHandle, Running, ServeOptions, StartError};
+use crate::{start, ModelThread, Running, ServeOptions, StartError};
 use tandem_core::config::Config;
 use tandem_core::local::{default_threads, LocalOptions};
 use tandem_core::models::{self, ModelError};
@@ -60,7 +60,7 @@ fn serve(config: &Config, paths: &Paths) -> Result<Running, StandInError> {
         ModelError::NotPulled { name } => StandInError::NotPulled { name },
         e => StandInError::Model(e),
     })?;
-    let engine = EngineHandle::start(ServeOptions {
+    let engine = ModelThread::start(ServeOptions {
         model_path,
         model_name: model.clone(),
         local: LocalOptions {

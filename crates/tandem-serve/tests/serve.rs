@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, CloudRequest, VOCAB_PROBE};
 use tandem_core::local::{EdgeWeights, LocalOptions};
 use tandem_core::message::Message;
-use tandem_serve::{start, EngineHandle, Running, ServeOptions};
+use tandem_serve::{start, ModelThread, Running, ServeOptions};
 
 fn model() -> Option<PathBuf> {
     tandem_test_peers::model(tandem_test_peers::SMOLLM2)
@@ -20,7 +20,7 @@ fn local() -> LocalOptions {
 }
 
 fn serve(path: PathBuf, prefix_reuse: bool) -> Running {
-    let engine = EngineHandle::start(ServeOptions {
+    let engine = ModelThread::start(ServeOptions {
         model_path: path,
         model_name: "smollm2".into(),
         local: local(),

@@ -149,15 +149,15 @@ enum ThreadRequest {
 
 /// A cheap, cloneable way to reach the model thread.
 #[derive(Clone)]
-pub struct EngineHandle {
+pub struct ModelThread {
     sender: mpsc::Sender<ThreadRequest>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) model_name: String,
 }
 
-impl EngineHandle {
+impl ModelThread {
     /// Loads the model on a new thread; returns once it is ready (or failed to load).
-    pub fn start(options: ServeOptions) -> Result<EngineHandle, StartError> {
+    pub fn start(options: ServeOptions) -> Result<ModelThread, StartError> {
         let (sender, receiver) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
         let counters = Arc::new(Counters::default());
@@ -194,7 +194,7 @@ impl EngineHandle {
                 }
             })?;
         ready_rx.recv().map_err(|_| StartError::Stopped)??;
-        Ok(EngineHandle {
+        Ok(ModelThread {
             sender,
             counters,
             model_name,
