@@ -134,7 +134,7 @@ impl Chat<'_> {
     }
 
     /// Sends a user message and streams the reply into `sink`. The reply joins the history.
-    pub fn send(&mut self, user: &str, sink: &mut dyn EventSink) -> Result<Usage, ChatError> {
+    pub fn send(&mut self, user: &str, sink: &mut dyn EventSink) -> Result<Usage, ReplyError> {
         self.messages.push(Message::user(user));
         self.respond(ReplyMode::Routed, sink)
     }
@@ -148,13 +148,13 @@ impl Chat<'_> {
         history: &[Message],
         mode: ReplyMode,
         sink: &mut dyn EventSink,
-    ) -> Result<Usage, ChatError> {
+    ) -> Result<Usage, ReplyError> {
         self.messages.retain(|m| m.role == Role::System);
         self.messages.extend_from_slice(history);
         self.respond(mode, sink)
     }
 
-    fn respond(&mut self, mode: ReplyMode, sink: &mut dyn EventSink) -> Result<Usage, ChatError> {
+    fn respond(&mut self, mode: ReplyMode, sink: &mut dyn EventSink) -> Result<Usage, ReplyError> {
         let prompt_text = self.engine.weights.chat_prompt(&self.messages)?;
         let prompt = self.edge.tokenize(&prompt_text, true);
         let mut reply = String::new();
@@ -228,9 +228,9 @@ pub enum ReplyMode {
     Cloud,
 }
 
-/// Why a turn failed.
+/// Why a reply failed: its prompt could not be rendered or the edge model failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ChatError {
+pub enum ReplyError {
     /// The chat could not be rendered.
     #[error(transparent)]
     Template(#[from] LoadError),

@@ -18,9 +18,10 @@ use std::time::Instant;
 use tandem_core::budget::{CloudBudget, LiveBudget, Prices, ReplyBudget};
 use tandem_core::cloud::Cloud;
 use tandem_core::decode::{generate, generate_with, Collaboration, DecodeOptions};
-use tandem_core::edge::{EdgeError, EdgeModel};
+use tandem_core::edge::EdgeModel;
+use tandem_core::engine::ReplyError;
 use tandem_core::event::Event;
-use tandem_core::local::{EdgeWeights, LoadError};
+use tandem_core::local::EdgeWeights;
 use tandem_core::message::Message;
 use tandem_core::router::{FixedRouter, Router};
 
@@ -179,17 +180,6 @@ pub struct Evaluation {
     pub replies: Vec<ReplyRecord>,
 }
 
-/// Why an evaluation stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum EvalError {
-    /// The edge model failed.
-    #[error(transparent)]
-    Edge(#[from] EdgeError),
-    /// The chat template failed.
-    #[error(transparent)]
-    Template(#[from] LoadError),
-}
-
 struct RunState {
     spec: RunSpec,
     controller: ReplyBudget,
@@ -219,7 +209,7 @@ pub fn evaluate(
     specs: Vec<RunSpec>,
     setup: Setup,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Evaluation, EvalError> {
+) -> Result<Evaluation, ReplyError> {
     let mut runs: Vec<RunState> = specs
         .into_iter()
         .map(|spec| RunState {

@@ -186,34 +186,31 @@ async fn tokenize(
 
 async fn metrics(State(model): State<ModelThread>) -> String {
     let c = &model.counters;
-    let line = |name: &str, help: &str, value: u64| {
-        format!(
-            "# HELP tandem:{name} {help}\n# TYPE tandem:{name} counter\ntandem:{name} {value}\n"
-        )
-    };
-    [
-        line(
-            "requests_total",
-            "Completion requests served.",
-            c.requests.load(Ordering::Relaxed),
-        ),
-        line(
+    let counters = [
+        ("requests_total", "Completion requests served.", &c.requests),
+        (
             "prompt_tokens_total",
             "Prompt tokens received.",
-            c.prompt_tokens.load(Ordering::Relaxed),
+            &c.prompt_tokens,
         ),
-        line(
+        (
             "prompt_tokens_decoded_total",
             "Prompt tokens decoded (not reused from the previous request).",
-            c.prompt_tokens_decoded.load(Ordering::Relaxed),
+            &c.prompt_tokens_decoded,
         ),
-        line(
+        (
             "completion_tokens_total",
             "Tokens generated.",
-            c.completion_tokens.load(Ordering::Relaxed),
+            &c.completion_tokens,
         ),
-    ]
-    .concat()
+    ];
+    counters
+        .iter()
+        .map(|(name, help, value)| {
+            let value = value.load(Ordering::Relaxed);
+            format!("# HELP tandem:{name} {help}\n# TYPE tandem:{name} counter\ntandem:{name} {value}\n")
+        })
+        .collect()
 }
 
 fn sampling(generation: &Generation) -> SamplingParams {
