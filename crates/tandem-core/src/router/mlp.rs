@@ -1,8 +1,10 @@
 //! The learned router: a small MLP over the edge model's hidden state and its signals.
 //!
-//! The network and its metadata come from a [router file](super::file); loading one for
-//! another model pair than the one it was trained for is refused, because its scores would
-//! mean nothing there.
+//! The network and its metadata come from a [router file](super::file). A router reads the
+//! edge model's hidden states, so a file trained on another edge model is refused: its
+//! inputs would mean nothing. A different cloud is only a notice: what the router learned
+//! (where the edge is unsure) carries over, less sharply, until `tandem train-router`
+//! specialises it to that cloud.
 
 use super::file::{FeatureLayout, Layer, ModelPair, Normalisation, ReadError, RouterFile};
 use super::{Features, Router};
@@ -14,19 +16,15 @@ pub enum MlpError {
     /// The file cannot be read or is not a router.
     #[error(transparent)]
     File(#[from] ReadError),
-    /// The router was trained for other models.
-    #[error("router file {path} was trained for edge {trained_edge} / cloud {trained_cloud}, not for this edge/cloud pair ({edge} / {cloud})")]
-    WrongPair {
+    /// The router was trained on another edge model.
+    #[error("router file {path} was trained on the edge model with sha256 {trained_edge}, not on this one ({edge}): it reads another model's hidden states")]
+    WrongEdge {
         /// The file.
         path: PathBuf,
         /// Edge model hash the router was trained on.
         trained_edge: String,
-        /// Cloud model the router was trained against.
-        trained_cloud: String,
         /// Edge model hash in use.
         edge: String,
-        /// Cloud model in use.
-        cloud: String,
     },
 }
 
@@ -42,13 +40,14 @@ pub struct MlpRouter {
 }
 
 impl MlpRouter {
-    /// Loads a router file and checks that it was trained for `pair` (when given).
+    /// Loads a router file and checks that it was trained on the edge model of `pair` (when
+    /// given).
     pub fn load(path: &Path, pair: Option<&ModelPair>) -> Result<Self, MlpError> {
         Self::for_pair(RouterFile::read(path)?, path, pair)
     }
 
     /// Reads a router from the bytes of a file (`origin` names it in errors) and checks that
-    /// it was trained for `pair` (when given).
+    /// it was trained on the edge model of `pair` (when given).
     pub fn from_bytes(
         bytes: &[u8],
         origin: &Path,
@@ -63,13 +62,11 @@ impl MlpRouter {
         pair: Option<&ModelPair>,
     ) -> Result<Self, MlpError> {
         if let Some(pair) = pair {
-            if *pair != file.pair {
-                return Err(MlpError::WrongPair {
+            if pair.edge_sha256 != file.pair.edge_sha256 {
+                return Err(MlpError::WrongEdge {
                     path: origin.to_owned(),
                     trained_edge: file.pair.edge_sha256,
-                    trained_cloud: file.pair.cloud,
                     edge: pair.edge_sha256.clone(),
-                    cloud: pair.cloud.clone(),
                 });
             }
         }
@@ -93,6 +90,16 @@ impl MlpRouter {
     /// The model pair this router was trained for.
     pub fn pair(&self) -> &ModelPair {
         &self.pair
+    }
+
+    /// What to tell the user when the cloud in use is not the one the router learned from.
+    pub fn cloud_notice(&self, pair: &ModelPair) -> Option<String> {
+        (pair.cloud != self.pair.cloud).then(|| {
+            format!(
+                "the MLP router learned from the cloud model '{}', not '{}': it still routes where the edge is unsure, but `tandem train-router` specialises it to this cloud",
+                self.pair.cloud, pair.cloud
+            )
+        })
     }
 
     fn input(&self, f: &Features<'_>) -> Vec<f32> {
@@ -220,19 +227,33 @@ mod tests {
     }
 
     #[test]
-    fn wrong_model_pair_is_refused_with_both_names() {
+    fn another_edge_is_refused_and_another_cloud_is_a_notice() {
         let file = signals_only(&[]);
-        let other = ModelPair {
+        let other_edge = ModelPair {
             edge_sha256: "other".into(),
             cloud: "cloud-model".into(),
         };
-        let err = loaded(&file, Some(&other)).unwrap_err().to_string();
+        let err = loaded(&file, Some(&other_edge)).unwrap_err().to_string();
         assert!(err.contains("edge-hash") && err.contains("other"), "{err}");
         let same = ModelPair {
             edge_sha256: "edge-hash".into(),
             cloud: "cloud-model".into(),
         };
-        assert!(loaded(&file, Some(&same)).is_ok());
+        assert_eq!(
+            loaded(&file, Some(&same)).unwrap().cloud_notice(&same),
+            None
+        );
+        let other_cloud = ModelPair {
+            cloud: "my-own-32b".into(),
+            ..same
+        };
+        let router = loaded(&file, Some(&other_cloud)).unwrap();
+        let notice = router.cloud_notice(&other_cloud).unwrap();
+        assert!(
+            notice.contains("cloud-model") && notice.contains("my-own-32b"),
+            "{notice}"
+        );
+        assert!(notice.contains("tandem train-router"), "{notice}");
     }
 
     #[test]

@@ -145,8 +145,9 @@ pub fn shipped(pair: &ModelPair) -> Result<MlpRouter, MlpError> {
 }
 
 /// Builds the router a user picked. The MLP router without a file of its own is the one
-/// shipped for the default pair. An MLP router trained for another model pair (or a broken
-/// file) is not used: the entropy router takes over and the returned message says why.
+/// shipped for the default edge model. An MLP router trained on another edge model (or a
+/// broken file) is not used: the entropy router takes over and the returned message says
+/// why. One trained against another cloud is used, with a message saying so.
 pub fn build(
     kind: RouterKind,
     mlp_path: Option<&Path>,
@@ -163,11 +164,14 @@ pub fn build(
             let loaded = match mlp_path {
                 Some(path) => MlpRouter::load(path, Some(pair)).map_err(|e| e.to_string()),
                 None => shipped(pair).map_err(|_| {
-                    "no MLP router is trained for this edge/cloud pair (`tandem train-router` makes one)".to_owned()
+                    "no MLP router is trained for this edge model (`tandem train-router` makes one)".to_owned()
                 }),
             };
             match loaded {
-                Ok(router) => (Box::new(router), None),
+                Ok(router) => {
+                    let notice = router.cloud_notice(pair);
+                    (Box::new(router), notice)
+                }
                 Err(why) => (
                     Box::new(EntropyRouter),
                     Some(format!("{why}; using the entropy router instead")),
@@ -205,6 +209,16 @@ mod tests {
         assert!(router.needs_hidden_state());
         // Calibrated on held-out positions: a smaller share asks for a higher score.
         assert!(router.threshold_for_share(0.05) > router.threshold_for_share(0.2));
+
+        // Another cloud (a `tandem serve` URL without --cloud-model, the user's own 32B):
+        // the shipped router still runs, and the user is told why it may be less sharp.
+        let own_cloud = ModelPair {
+            cloud: "tandem-serve".into(),
+            ..pair
+        };
+        let (router, notice) = build(RouterKind::Mlp, None, &own_cloud);
+        assert_eq!(router.name(), "mlp");
+        assert!(notice.unwrap().contains("tandem-serve"));
     }
 
     #[test]

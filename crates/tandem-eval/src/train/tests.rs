@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::features::{Header, Record};
+use crate::task::ChoiceFormat;
 use std::sync::OnceLock;
 use tandem_core::router::{Features, MlpError, MlpRouter, Router};
 use tandem_core::signals::Signals;
@@ -50,7 +51,14 @@ pub(super) fn synthetic(
         }
     }
     FeatureSet {
-        header: Header::new("edge-hash", "edge", "cloud-model", hidden_size, "synthetic"),
+        header: Header::new(
+            "edge-hash",
+            "edge",
+            "cloud-model",
+            hidden_size,
+            "synthetic",
+            ChoiceFormat::default(),
+        ),
         records,
     }
 }
@@ -162,7 +170,7 @@ fn the_saved_file_scores_like_the_trained_router_and_belongs_to_its_pair() {
     };
     assert!(matches!(
         MlpRouter::load(&path, Some(&other)),
-        Err(MlpError::WrongPair { .. })
+        Err(MlpError::WrongEdge { .. })
     ));
 }
 
