@@ -10,6 +10,7 @@ use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::router::{self, MlpRouter, Router, RouterKind};
 use tandem_eval::eval::{self, BudgetScope, Results, RunSpec, Setup};
+use tandem_eval::task::ChoiceFormat;
 use tandem_eval::{chart, data};
 
 /// Flags.
@@ -47,6 +48,10 @@ pub struct Args {
     /// controller across all questions of a run; not what the app does).
     #[arg(long, default_value = "reply", value_parser = scope)]
     budget_scope: BudgetScope,
+    /// How multiple-choice questions are asked: `letter-first` (the letter is the reply's
+    /// first token) or `answer-last` (a sentence of reasoning, then "Answer: <letter>").
+    #[arg(long, default_value = "letter-first")]
+    format: ChoiceFormat,
     /// Price of a million prompt tokens, for the cost column (relative to cloud-only).
     #[arg(long, default_value_t = 0.2)]
     price_input: f64,
@@ -73,9 +78,12 @@ pub fn run(args: Args) -> Result<()> {
         (true, Some(path)) => Some(MlpRouter::load(path, Some(&pair.ids))?),
         (true, None) => Some(
             router::shipped(&pair.ids)
-                .context("no router is shipped for this edge/cloud pair: pass --router-path")?,
+                .context("no router is shipped for this edge model: pass --router-path")?,
         ),
     };
+    if let Some(notice) = mlp.as_ref().and_then(|m| m.cloud_notice(&pair.ids)) {
+        eprintln!("[notice] {notice}");
+    }
     let mut specs = Vec::new();
     for &budget in &args.budgets {
         if budget <= 0.0 || budget >= 1.0 {
@@ -107,6 +115,7 @@ pub fn run(args: Args) -> Result<()> {
     let setup = Setup {
         span: args.span.max(1),
         scope: args.budget_scope,
+        format: args.format,
         prices: Prices {
             input_per_mtok: args.price_input,
             output_per_mtok: args.price_output,
@@ -132,6 +141,7 @@ pub fn run(args: Args) -> Result<()> {
         data: data_name,
         budget_scope: setup.scope,
         span: setup.span,
+        prompt_format: setup.format.name().to_owned(),
         prices: setup.prices,
         edge: pair.edge_name.clone(),
         cloud: pair.ids.cloud.clone(),

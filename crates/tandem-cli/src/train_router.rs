@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use tandem_core::paths::Paths;
 use tandem_eval::data;
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
+use tandem_eval::labels::{self, Questions};
+use tandem_eval::task::ChoiceFormat;
 use tandem_eval::train::{self, TrainOptions};
-use tandem_eval::{labels, task};
 
 /// Flags.
 #[derive(clap::Args, Debug)]
@@ -21,6 +22,9 @@ pub struct Args {
     /// Use only the first N questions.
     #[arg(long)]
     limit: Option<usize>,
+    /// How multiple-choice questions are asked (letter-first or answer-last).
+    #[arg(long, default_value = "letter-first")]
+    format: ChoiceFormat,
     /// Folder of collected features (default: in the cache, per pair and data).
     #[arg(long)]
     features: Option<PathBuf>,
@@ -52,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
             safe(&pair.edge_name),
             safe(&pair.ids.cloud),
             safe(&args.data),
-            safe(task::PROMPT_FORMAT)
+            safe(args.format.name())
         ))
     });
     let header = Header::new(
@@ -61,6 +65,7 @@ pub fn run(args: Args) -> Result<()> {
         &pair.ids.cloud,
         pair.weights.hidden_size(),
         &args.data,
+        args.format,
     );
     let (mut writer, done) = FeatureWriter::open(&folder, header)?;
     if !done.is_empty() {
@@ -76,7 +81,10 @@ pub fn run(args: Args) -> Result<()> {
         &pair.weights,
         &mut edge,
         &mut cloud,
-        &rows,
+        Questions {
+            rows: &rows,
+            format: args.format,
+        },
         &done,
         &mut writer,
         &mut |p| {

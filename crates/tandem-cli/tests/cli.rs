@@ -512,6 +512,7 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         results["budget_scope"], "reply",
         "the app's budget by default"
     );
+    assert_eq!(results["prompt_format"], "letter-text-because/3");
     for key in [
         "router",
         "budget",

@@ -151,6 +151,7 @@ mod tests {
             data: "csqa:dev[0..10]".into(),
             budget_scope: crate::eval::BudgetScope::Reply,
             span: 1,
+            prompt_format: "letter-text-because/3".into(),
             prices: Default::default(),
             edge: "edge".into(),
             cloud: "cloud".into(),

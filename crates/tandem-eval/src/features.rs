@@ -7,6 +7,7 @@
 //! appended one example at a time and flushed, so an interrupted collection resumes from the
 //! last complete example; a torn record at the end is cut off on reopening.
 
+use crate::task::ChoiceFormat;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -36,13 +37,20 @@ pub struct Header {
     pub signals: Vec<String>,
     /// The data set the prompts came from.
     pub data: String,
-    /// The prompt format ([`crate::task::PROMPT_FORMAT`]) the answers were asked in.
+    /// The prompt format ([`crate::task::ChoiceFormat::name`]) the answers were asked in.
     pub prompt: String,
 }
 
 impl Header {
-    /// A header for the current format.
-    pub fn new(edge_sha256: &str, edge: &str, cloud: &str, hidden_size: usize, data: &str) -> Self {
+    /// A header for features collected with prompts in `format`.
+    pub fn new(
+        edge_sha256: &str,
+        edge: &str,
+        cloud: &str,
+        hidden_size: usize,
+        data: &str,
+        format: ChoiceFormat,
+    ) -> Self {
         Self {
             version: VERSION,
             edge_sha256: edge_sha256.to_owned(),
@@ -51,7 +59,7 @@ impl Header {
             hidden_size,
             signals: SIGNALS.iter().map(|s| (*s).to_owned()).collect(),
             data: data.to_owned(),
-            prompt: crate::task::PROMPT_FORMAT.to_owned(),
+            prompt: format.name().to_owned(),
         }
     }
 
@@ -308,7 +316,14 @@ mod tests {
     }
 
     fn header() -> Header {
-        Header::new("abc", "edge", "cloud", 4, "csqa:train")
+        Header::new(
+            "abc",
+            "edge",
+            "cloud",
+            4,
+            "csqa:train",
+            ChoiceFormat::default(),
+        )
     }
 
     #[test]
@@ -367,7 +382,14 @@ mod tests {
     fn resuming_with_other_models_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         FeatureWriter::open(dir.path(), header()).unwrap();
-        let other = Header::new("def", "edge2", "cloud", 4, "csqa:train");
+        let other = Header::new(
+            "def",
+            "edge2",
+            "cloud",
+            4,
+            "csqa:train",
+            ChoiceFormat::default(),
+        );
         let err = FeatureWriter::open(dir.path(), other).err().unwrap();
         assert!(err.to_string().contains("use another folder"), "{err}");
     }

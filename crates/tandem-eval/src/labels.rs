@@ -11,7 +11,7 @@
 
 use crate::data::Row;
 use crate::features::{FeatureWriter, Record};
-use crate::task;
+use crate::task::{self, ChoiceFormat};
 use tandem_core::cloud::{Cloud, CloudError, CloudRequest, VOCAB_PROBE};
 use tandem_core::edge::{EdgeError, EdgeModel, Outputs, TokenId};
 use tandem_core::local::{EdgeWeights, LoadError};
@@ -53,12 +53,21 @@ pub struct LabelProgress {
 /// Consecutive cloud failures that end a collection.
 const MAX_FAILURES_IN_A_ROW: u32 = 5;
 
-/// Collects labels for `rows` (skipping the examples in `done`) into `writer`.
+/// The questions a collection asks, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Questions<'a> {
+    /// The rows.
+    pub rows: &'a [Row],
+    /// How multiple-choice rows are asked.
+    pub format: ChoiceFormat,
+}
+
+/// Collects labels for `questions` (skipping the examples in `done`) into `writer`.
 pub fn collect(
     weights: &EdgeWeights,
     edge: &mut dyn EdgeModel,
     cloud: &mut dyn Cloud,
-    rows: &[Row],
+    questions: Questions<'_>,
     done: &std::collections::BTreeSet<u32>,
     writer: &mut FeatureWriter,
     progress: &mut dyn FnMut(LabelProgress),
@@ -67,17 +76,18 @@ pub fn collect(
     let as_ids = cloud.shares_vocab(&edge.tokenize(VOCAB_PROBE, false));
     let mut state = LabelProgress {
         done: done.len(),
-        total: rows.len(),
+        total: questions.rows.len(),
         positions: 0,
         positives: 0,
         failed: 0,
     };
     let mut failures_in_a_row = 0;
-    for (index, row) in rows.iter().enumerate() {
+    let format = questions.format;
+    for (index, row) in questions.rows.iter().enumerate() {
         if done.contains(&(index as u32)) {
             continue;
         }
-        let user = task::prompt(row);
+        let user = task::prompt(row, format);
         let prompt_text = weights.chat_prompt(&[Message::user(&user)])?;
         let prompt = edge.tokenize(&prompt_text, true);
         let messages = [Message::user(user)];
@@ -86,7 +96,7 @@ pub fn collect(
             text: &|| prompt_text.clone(),
             messages: &messages,
             reply: &String::new,
-            max_tokens: task::max_tokens(row),
+            max_tokens: task::max_tokens(row, format),
         });
         let answer = match answer {
             Ok(answer) => {

@@ -1,47 +1,116 @@
-//! The fixed prompt format of each kind of question and how an answer is read back from a
+//! The fixed prompt formats of each kind of question and how an answer is read back from a
 //! reply. Fixed, so every router and budget is measured on exactly the same prompts; tuned
 //! (if ever) on `csqa:dev` rows 0–599 only.
 
-use crate::data::{ChoiceRow, Row};
+use crate::data::{ChatRow, ChoiceRow, Row};
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
-/// Names the prompt format; features collected with another format are not mixed in.
-pub const PROMPT_FORMAT: &str = "letter-text-because/3";
+/// How a multiple-choice question is asked. Two formats, because where the decisive token
+/// sits decides what a router must find: first (a router that routes token 0 looks clever)
+/// or last, after a sentence of the edge's own reasoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChoiceFormat {
+    /// `<letter>. <choice text> - because <reason>`: the letter is the reply's first token.
+    #[default]
+    LetterFirst,
+    /// `<one sentence of reasoning>. Answer: <letter>`: the letter comes last.
+    AnswerLast,
+}
 
-/// Reply length for multiple choice: the letter, its choice and a short reason. A reply of
-/// some length is what makes a token share mean something: the letter is one token of ~24
-/// (tuned on csqa:dev 0–599: asked for "letter and text" only, replies were 3–8 tokens and a
-/// 5% share could not buy one letter in two).
-pub const CHOICE_MAX_TOKENS: u32 = 24;
+impl ChoiceFormat {
+    /// Both formats.
+    pub const ALL: [ChoiceFormat; 2] = [ChoiceFormat::LetterFirst, ChoiceFormat::AnswerLast];
+
+    /// The name on the command line.
+    pub fn flag(self) -> &'static str {
+        match self {
+            ChoiceFormat::LetterFirst => "letter-first",
+            ChoiceFormat::AnswerLast => "answer-last",
+        }
+    }
+
+    /// The versioned name recorded with features and results; features collected with
+    /// another format are not mixed in.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChoiceFormat::LetterFirst => "letter-text-because/3",
+            ChoiceFormat::AnswerLast => "reason-then-answer/1",
+        }
+    }
+
+    /// What the reply is asked to look like.
+    fn instruction(self) -> &'static str {
+        match self {
+            ChoiceFormat::LetterFirst => {
+                "Reply in this form: \"<letter>. <choice text> - because <reason in one sentence>\"."
+            }
+            ChoiceFormat::AnswerLast => {
+                "Reason in one sentence, then give the answer in this form: \"Answer: <letter>\"."
+            }
+        }
+    }
+
+    /// Reply length. Letter first: the letter, its choice and a short reason; a reply of some
+    /// length is what makes a token share mean something, the letter being one token of ~24
+    /// (tuned on csqa:dev 0–599: asked for "letter and text" only, replies were 3–8 tokens and
+    /// a 5% share could not buy one letter in two). Answer last: room for the sentence and
+    /// the answer line (not tuned yet).
+    fn max_tokens(self) -> u32 {
+        match self {
+            ChoiceFormat::LetterFirst => 24,
+            ChoiceFormat::AnswerLast => 48,
+        }
+    }
+}
+
+impl FromStr for ChoiceFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ChoiceFormat::ALL
+            .into_iter()
+            .find(|f| f.flag() == s)
+            .ok_or_else(|| format!("unknown prompt format '{s}' (letter-first or answer-last)"))
+    }
+}
+
 /// Reply length for math: room for a short worked solution.
 pub const MATH_MAX_TOKENS: u32 = 256;
+/// Reply length for chat: the app's default (`Config::default().max_tokens`), so a chat row
+/// is measured as a user meets it.
+pub const CHAT_MAX_TOKENS: u32 = 256;
 
 /// The user message for a row.
-pub fn prompt(row: &Row) -> String {
+pub fn prompt(row: &Row, format: ChoiceFormat) -> String {
     match row {
-        Row::Choice(r) => choice_prompt(r),
+        Row::Choice(r) => choice_prompt(r, format),
         Row::Math(r) => format!(
             "{}\n\nSolve it step by step, then give the final answer as \"Answer: <number>\".",
             r.question
         ),
+        // As the user typed it: the app adds nothing to a chat message.
+        Row::Chat(r) => r.question.clone(),
     }
 }
 
-fn choice_prompt(row: &ChoiceRow) -> String {
+fn choice_prompt(row: &ChoiceRow, format: ChoiceFormat) -> String {
     let mut text = format!("{}\n\n", row.question.trim());
     for (label, choice) in row.choices.label.iter().zip(&row.choices.text) {
         text.push_str(&format!("{label}. {choice}\n"));
     }
-    text.push_str(
-        "\nReply in this form: \"<letter>. <choice text> - because <reason in one sentence>\".",
-    );
+    text.push('\n');
+    text.push_str(format.instruction());
     text
 }
 
 /// Tokens a reply to `row` may take.
-pub fn max_tokens(row: &Row) -> u32 {
+pub fn max_tokens(row: &Row, format: ChoiceFormat) -> u32 {
     match row {
-        Row::Choice(_) => CHOICE_MAX_TOKENS,
+        Row::Choice(_) => format.max_tokens(),
         Row::Math(_) => MATH_MAX_TOKENS,
+        Row::Chat(_) => CHAT_MAX_TOKENS,
     }
 }
 
@@ -50,7 +119,17 @@ pub fn is_correct(row: &Row, reply: &str) -> bool {
     match row {
         Row::Choice(r) => choice_answer(r, reply).is_some_and(|label| label == r.answer_key),
         Row::Math(r) => math_answer(reply).is_some_and(|n| (n - r.answer).abs() < 1e-6),
+        Row::Chat(r) => chat_answer(r, reply).is_some(),
     }
+}
+
+/// The first accepted answer a chat reply contains as whole words, case aside.
+pub fn chat_answer<'r>(row: &'r ChatRow, reply: &str) -> Option<&'r str> {
+    let lower = reply.to_lowercase();
+    row.accept
+        .iter()
+        .find(|a| contains_words(&lower, &a.to_lowercase()))
+        .map(String::as_str)
 }
 
 /// The label a reply picks: after "answer is"/"Answer:" if present, else the first label
@@ -117,6 +196,7 @@ pub fn answer(row: &Row, reply: &str) -> Option<String> {
     match row {
         Row::Choice(r) => choice_answer(r, reply).map(str::to_owned),
         Row::Math(_) => math_answer(reply).map(|n| n.to_string()),
+        Row::Chat(r) => chat_answer(r, reply).map(str::to_owned),
     }
 }
 
@@ -165,10 +245,49 @@ mod tests {
 
     #[test]
     fn the_prompt_lists_every_choice_with_its_letter() {
-        let p = prompt(&Row::Choice(row()));
+        let p = prompt(&Row::Choice(row()), ChoiceFormat::LetterFirst);
         assert!(p.starts_with("A revolving door"));
         assert!(p.contains("\nA. bank\nB. library\n"));
         assert!(p.ends_with("- because <reason in one sentence>\"."));
+        let p = prompt(&Row::Choice(row()), ChoiceFormat::AnswerLast);
+        assert!(p.contains("\nA. bank\nB. library\n"));
+        assert!(p.ends_with("\"Answer: <letter>\"."));
+        for format in ChoiceFormat::ALL {
+            assert_eq!(format.flag().parse::<ChoiceFormat>(), Ok(format));
+        }
+        assert!("letters".parse::<ChoiceFormat>().is_err());
+    }
+
+    #[test]
+    fn chat_replies_are_right_when_they_contain_an_accepted_answer_as_words() {
+        let row = Row::Chat(ChatRow {
+            id: "capital".into(),
+            question: "What is the capital of Australia?".into(),
+            accept: vec!["Canberra".into()],
+        });
+        assert_eq!(
+            prompt(&row, ChoiceFormat::default()),
+            "What is the capital of Australia?"
+        );
+        assert!(is_correct(
+            &row,
+            "The capital of Australia is **Canberra**."
+        ));
+        assert!(!is_correct(&row, "The capital of Australia is Sydney."));
+        assert!(!is_correct(&row, "Canberras"), "whole words only");
+        assert_eq!(
+            max_tokens(&row, ChoiceFormat::default()),
+            tandem_core::config::Config::default().max_tokens,
+            "measured at the app's reply length"
+        );
+    }
+
+    #[test]
+    fn an_answer_last_reply_is_read_at_its_answer_line() {
+        // The reasoning names another choice first; the answer line decides.
+        let r = row();
+        let reply = "A library has no cash to guard, unlike a bank. Answer: A";
+        assert_eq!(choice_answer(&r, reply), Some("A"));
     }
 
     #[test]

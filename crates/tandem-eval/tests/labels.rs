@@ -6,7 +6,8 @@ use tandem_core::cloud::{CloudClient, CloudConfig};
 use tandem_core::local::{EdgeWeights, LocalOptions};
 use tandem_eval::data::{ChoiceRow, Choices, Row};
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
-use tandem_eval::labels;
+use tandem_eval::labels::{self, Questions};
+use tandem_eval::task::ChoiceFormat;
 use tandem_fake_cloud::{FakeCloud, Script};
 use tandem_test_peers::{model, LlamaServer, SMOLLM2};
 
@@ -35,7 +36,14 @@ fn options() -> LocalOptions {
 }
 
 fn header(weights: &EdgeWeights, cloud: &str) -> Header {
-    Header::new("sha", "smollm2", cloud, weights.hidden_size(), "test")
+    Header::new(
+        "sha",
+        "smollm2",
+        cloud,
+        weights.hidden_size(),
+        "test",
+        ChoiceFormat::default(),
+    )
 }
 
 #[test]
@@ -58,7 +66,10 @@ fn labels_from_the_fake_cloud_mark_where_the_edge_would_change_the_answer_and_re
         &weights,
         &mut edge,
         &mut cloud,
-        &questions[..2],
+        Questions {
+            rows: &questions[..2],
+            format: ChoiceFormat::default(),
+        },
         &done,
         &mut writer,
         &mut |_| {},
@@ -100,7 +111,10 @@ fn labels_from_the_fake_cloud_mark_where_the_edge_would_change_the_answer_and_re
         &weights,
         &mut edge,
         &mut cloud,
-        &questions,
+        Questions {
+            rows: &questions,
+            format: ChoiceFormat::default(),
+        },
         &done,
         &mut writer,
         &mut |_| {},
@@ -130,7 +144,10 @@ fn a_cloud_running_the_edge_model_itself_almost_never_disagrees() {
         &weights,
         &mut edge,
         &mut cloud,
-        &rows(4),
+        Questions {
+            rows: &rows(4),
+            format: ChoiceFormat::default(),
+        },
         &done,
         &mut writer,
         &mut |_| {},
