@@ -29,6 +29,7 @@ describe("cloud budget", () => {
     expect(order.lastIndexOf("reply_send")).toBeGreaterThan(order.lastIndexOf("budget_set"));
     expect(await reply.locator(".cloud-token").count()).toBe(0);
     expect(await reply.locator(".privacy").textContent()).toBe("Nothing left this machine");
+    expect(await reply.locator(".reply-footer .stat-share").textContent()).toBe("0 % cloud share (target cloud off)");
     await page.context().close();
   });
 

@@ -98,7 +98,11 @@ describe("settings", () => {
   it("saves settings and the spend limits", async () => {
     const { page } = await openApp(browser);
     const dialog = await openSettings(page);
+    // Each router says in one line what it does; the default one first.
+    expect(await dialog.locator("#router-kind").inputValue()).toBe("entropy");
+    expect(await dialog.locator("#router-hint").textContent()).toContain("The default");
     await dialog.locator("#router-kind").selectOption("margin");
+    expect(await dialog.locator("#router-hint").textContent()).toContain("two best next tokens are nearly tied");
     await dialog.locator("#threads").fill("4");
     await dialog.locator("#spend-cap").fill("2.5");
     await dialog.locator("#price-in").fill("0.2");
@@ -180,7 +184,7 @@ describe("settings", () => {
     expect(await toast.locator(".toast-kind").textContent()).toBe("storage");
     expect(await toast.textContent()).toContain("router evaluation: permission denied reading eval/latest.svg");
     expect(await dialog.locator("#evaluation").textContent()).toBe("");
-    expect(await dialog.locator("#router-kind").inputValue()).toBe("mlp");
+    expect(await dialog.locator("#router-kind").inputValue()).toBe("entropy");
     await page.context().close();
   });
 

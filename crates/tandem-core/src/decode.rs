@@ -113,6 +113,7 @@ pub fn generate_with(
     };
     reply.timings.total_ms = started.elapsed().as_millis() as u64;
     reply.usage.est_cost_usd = reply.controller.spent_usd() - spent_before;
+    reply.usage.target_share = Some(reply.target_share());
     sink.emit(Event::Finished {
         reason,
         usage: reply.usage,
@@ -148,6 +149,17 @@ struct Emitted {
 }
 
 impl Reply<'_, '_> {
+    /// The share of the reply the cloud may write now: 0 when there is no cloud or the
+    /// budget keeps it off.
+    fn target_share(&self) -> f32 {
+        let budget = self.budget.get();
+        if self.cloud.is_some() && budget.allows_cloud() {
+            budget.max_share.clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
+
     fn run(
         &mut self,
         prompt: &[TokenId],

@@ -88,6 +88,11 @@ pub struct Usage {
     pub cloud_completion_tokens: u64,
     /// Estimated cost of the cloud requests, in USD.
     pub est_cost_usd: f64,
+    /// The cloud share the budget allowed when the reply ended (0 with the cloud off or the
+    /// chat local-only), so a reply can be read against its target. Absent in replies saved
+    /// before it was recorded.
+    #[serde(default)]
+    pub target_share: Option<f32>,
 }
 
 impl Usage {
@@ -243,6 +248,13 @@ mod tests {
             "{text}"
         );
         assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), e);
+
+        // A reply saved before the target share was recorded still reads, without one.
+        let saved = r#"{"type":"finished","reason":"stop","usage":{"edge_tokens":3,"cloud_tokens":1,"cloud_requests":1,"cloud_prompt_tokens":9,"cloud_completion_tokens":1,"est_cost_usd":0.0},"timings":{"prefill_ms":1,"prefill_tokens":2,"cloud_ms":3,"total_ms":4}}"#;
+        match serde_json::from_str::<Event>(saved).unwrap() {
+            Event::Finished { usage, .. } => assert_eq!(usage.target_share, None),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -6,6 +6,10 @@ import type { CloudBudget } from "../ipc/types";
 import { h, replace } from "../shell/dom";
 import { icon } from "../shell/icons";
 
+/** What the slider promises, shown on hover and read by screen readers. */
+export const SHARE_MEANING =
+  "At most this share of each reply's tokens is written by the cloud model (a reply may borrow one token, so even a short answer's key word can come from the cloud); the router spends it where the local model is least sure.";
+
 export class BudgetControls {
   readonly element: HTMLElement;
   private budget: CloudBudget | null = null;
@@ -20,12 +24,14 @@ export class BudgetControls {
     this.toggleLabel = h("span", { className: "switch-text" }, "Cloud");
     this.slider = h("input", { type: "range", min: "0", max: "100", step: "1", id: "cloud-share" });
     this.slider.setAttribute("aria-label", "Max cloud share");
+    this.slider.setAttribute("aria-describedby", "cloud-share-meaning");
     this.sliderValue = h("output", { className: "share-value", attrs: { for: "cloud-share" } });
     this.element = h(
       "div",
       { className: "budget-controls" },
       h("label", { className: "switch-label", title: "Off: nothing leaves this machine" }, this.toggle, this.toggleLabel),
-      h("label", { className: "share-label" }, h("span", {}, "max share"), this.slider, this.sliderValue),
+      h("label", { className: "share-label", title: SHARE_MEANING }, h("span", {}, "max share"), this.slider, this.sliderValue),
+      h("span", { className: "visually-hidden", id: "cloud-share-meaning" }, SHARE_MEANING),
     );
     this.toggle.addEventListener("change", () => this.emit({ enabled: this.toggle.checked }));
     this.slider.addEventListener("input", () => this.showShare(Number(this.slider.value) / 100));

@@ -68,6 +68,8 @@ export type Usage = {
   cloud_prompt_tokens: number;
   cloud_completion_tokens: number;
   est_cost_usd: number;
+  /** The cloud share the budget allowed when the reply ended (0: cloud off); absent in replies saved before it was recorded. */
+  target_share?: number | null;
 };
 export type Timings = { prefill_ms: number; prefill_tokens: number; cloud_ms: number; total_ms: number };
 

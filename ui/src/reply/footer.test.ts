@@ -18,6 +18,7 @@ describe("footerStats", () => {
       edgeTokens: 83,
       cloudTokens: 37,
       cloudShare: "31 %",
+      target: null,
       requests: 10,
       cost: "$0.0000",
       tokensPerSecond: "22.6", // 120 tokens / 5.309 s
@@ -35,6 +36,12 @@ describe("footerStats", () => {
     expect(footerStats(finished({ est_cost_usd: 0.00004 })).cost).toBe("<$0.0001");
     expect(formatUsd(0)).toBe("$0.0000");
     expect(formatUsd(1.5)).toBe("$1.5000");
+  });
+
+  it("reads the share against the target the budget allowed", () => {
+    expect(footerStats(finished({ target_share: 0.15 })).target).toBe("15 %");
+    expect(footerStats(finished({ target_share: 0, cloud_tokens: 0 })).target).toBe("cloud off");
+    expect(footerStats(finished({ target_share: null })).target).toBeNull();
   });
 
   it("copes with an empty or instant reply", () => {

@@ -7,6 +7,8 @@ export type FooterStats = {
   edgeTokens: number;
   cloudTokens: number;
   cloudShare: string;
+  /** What the budget allowed: "15 %", "cloud off", or null for replies saved before it was recorded. */
+  target: string | null;
   requests: number;
   cost: string;
   tokensPerSecond: string;
@@ -29,6 +31,7 @@ export function footerStats(finished: FinishedEvent): FooterStats {
     edgeTokens: usage.edge_tokens,
     cloudTokens: usage.cloud_tokens,
     cloudShare: formatPercent(total > 0 ? usage.cloud_tokens / total : 0),
+    target: usage.target_share == null ? null : usage.target_share > 0 ? formatPercent(usage.target_share) : "cloud off",
     requests: usage.cloud_requests,
     cost: formatUsd(usage.est_cost_usd),
     tokensPerSecond: seconds > 0 ? (total / seconds).toFixed(1) : "—",
@@ -45,7 +48,7 @@ export function renderFooter(finished: FinishedEvent): HTMLElement {
     { className: "reply-footer" },
     item("edge", String(s.edgeTokens), "stat-edge"),
     item("cloud", String(s.cloudTokens), "stat-cloud"),
-    item("cloud share", s.cloudShare),
+    item(s.target ? `cloud share (target ${s.target})` : "cloud share", s.cloudShare, "stat-share"),
     item(s.requests === 1 ? "request" : "requests", String(s.requests)),
     item("est.", s.cost),
     item("tok/s", s.tokensPerSecond),

@@ -32,6 +32,15 @@ const TEST_LABELS: Partial<Record<ErrorKind, string>> = {
   cloud_error: "Error",
 };
 
+/** Each router in one line: what it looks at to pick the tokens the cloud writes. */
+export const ROUTER_HINTS: Record<RouterKind, string> = {
+  entropy: "The default: asks the cloud where the local model's next-token distribution is most spread out.",
+  margin: "Asks the cloud where the local model's two best next tokens are nearly tied.",
+  mlp: "A small network trained on multiple-choice answers for the default models; strongest there, weaker in chat.",
+  "edge-only": "Never asks the cloud: every token is written on this machine.",
+  "cloud-only": "Asks the cloud for every token, within the budget: the most accurate and the most expensive.",
+};
+
 /** What a connection test's result is called: "Connected", or its kind's label. */
 function testLabel(r: TestResult): string {
   if (r.kind === null) return "Connected";
@@ -67,6 +76,7 @@ export class SettingsDialog {
   private readonly edge = h("select", { id: "edge-model" });
   private readonly pull = h("div", { className: "pull" });
   private readonly router = h("select", { id: "router-kind" }, ...ROUTER_KINDS.map((k) => h("option", { value: k }, k)));
+  private readonly routerHint = h("small", { className: "field-hint", id: "router-hint" });
   private readonly threads = h("input", { id: "threads", type: "number", min: "1", step: "1", placeholder: "automatic" });
   private readonly cap = h("input", { id: "spend-cap", type: "number", min: "0", step: "0.01", placeholder: "no cap" });
   private readonly priceIn = h("input", { id: "price-in", type: "number", min: "0", step: "any" });
@@ -87,6 +97,7 @@ export class SettingsDialog {
     save.addEventListener("click", () => void this.save());
     const cancel = h("button", { type: "button", className: "ghost", textContent: "Cancel" });
     cancel.addEventListener("click", () => this.dialog.close());
+    this.router.addEventListener("change", () => this.explainRouter());
 
     this.preset.addEventListener("change", () => {
       const p = this.presets[Number(this.preset.value)];
@@ -117,6 +128,7 @@ export class SettingsDialog {
         { className: "settings-section" },
         h("h3", {}, "Router and engine"),
         h("div", { className: "row" }, field("Router", this.router), field("Threads", this.threads)),
+        this.routerHint,
       ),
       h(
         "section",
@@ -150,6 +162,7 @@ export class SettingsDialog {
     this.model.value = settings.cloud.model ?? "";
     this.mode.value = settings.cloud.mode;
     this.router.value = settings.router.kind;
+    this.explainRouter();
     this.threads.value = settings.threads?.toString() ?? "";
     const names = new Set(this.models.map((m) => m.name));
     this.edge.replaceChildren(
@@ -201,6 +214,10 @@ export class SettingsDialog {
   private async clearKey(): Promise<void> {
     const status = await attempt(ipc.keyClear, "API key");
     if (status) this.renderKey(status);
+  }
+
+  private explainRouter(): void {
+    this.routerHint.textContent = ROUTER_HINTS[this.router.value as RouterKind] ?? "";
   }
 
   private async test(button: HTMLButtonElement): Promise<void> {

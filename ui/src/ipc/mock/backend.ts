@@ -100,6 +100,8 @@ function inMode(events: readonly Event[], mode: ReplyMode): Event[] {
           edge_tokens: mode === "edge" ? count : 0,
           cloud_tokens: mode === "cloud" ? count : 0,
           cloud_requests: mode === "cloud" ? count : 0,
+          // What the engine reports in these modes: the cloud off, or all of it.
+          target_share: mode === "cloud" ? 1 : 0,
         },
       });
     } else out.push(e);
