@@ -163,11 +163,13 @@ pub fn run(args: Args) -> Result<()> {
     chart::draw(&results, &latest.join("chart.svg"))?;
 
     let reference = |name: &str| results.runs.iter().find(|r| r.router == name);
-    let gap = |r: &eval::RunResult| match (reference("edge-only"), reference("cloud-only")) {
-        (Some(edge), Some(cloud)) => {
-            format!("{:>5.0}%", eval::gap_recovered(r, edge, cloud) * 100.0)
+    // No gap (the cloud is not ahead, or a reference run is missing): a dash, not a ratio.
+    let gap = |r: &eval::RunResult| {
+        match (reference("edge-only"), reference("cloud-only")) {
+            (Some(edge), Some(cloud)) => eval::gap_recovered(r, edge, cloud),
+            _ => None,
         }
-        _ => "     -".to_owned(),
+        .map_or_else(|| "     -".to_owned(), |g| format!("{:>5.0}%", g * 100.0))
     };
     println!(
         "{:<11} {:>6} {:>5} {:>8} {:>15} {:>6} {:>6} {:>8} {:>8} {:>10} {:>6} {:>8}",

@@ -146,6 +146,15 @@ mod tests {
     }
 
     #[test]
+    fn the_gap_recovered_is_only_a_ratio_when_the_cloud_is_ahead() {
+        let (edge, cloud) = (run("edge-only", 0.0, 0.4), run("cloud-only", 1.0, 0.7));
+        let half = crate::eval::gap_recovered(&run("entropy", 0.1, 0.55), &edge, &cloud);
+        assert!((half.unwrap() - 0.5).abs() < 1e-9);
+        let behind = run("cloud-only", 1.0, 0.3);
+        assert_eq!(crate::eval::gap_recovered(&edge, &edge, &behind), None);
+    }
+
+    #[test]
     fn the_chart_has_every_router_and_both_references() {
         let results = Results {
             data: "csqa:dev[0..10]".into(),

@@ -356,11 +356,13 @@ fn mean(correct: &[bool]) -> f64 {
     correct.iter().filter(|&&c| c).count() as f64 / correct.len().max(1) as f64
 }
 
-/// Share of the edge→cloud accuracy gap a run recovers (1 = as accurate as cloud-only).
-pub fn gap_recovered(run: &RunResult, edge_only: &RunResult, cloud_only: &RunResult) -> f64 {
+/// Share of the edge→cloud accuracy gap a run recovers (1 = as accurate as cloud-only);
+/// `None` when the cloud is not ahead of the edge, so there is no gap to recover.
+pub fn gap_recovered(
+    run: &RunResult,
+    edge_only: &RunResult,
+    cloud_only: &RunResult,
+) -> Option<f64> {
     let gap = cloud_only.accuracy - edge_only.accuracy;
-    if gap.abs() < 1e-12 {
-        return 0.0;
-    }
-    (run.accuracy - edge_only.accuracy) / gap
+    (gap > 1e-12).then(|| (run.accuracy - edge_only.accuracy) / gap)
 }
