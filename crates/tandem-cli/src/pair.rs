@@ -6,7 +6,6 @@ use anyhow::{Context, Result};
 use tandem_core::cloud::{CloudClient, CloudConfig};
 use tandem_core::config::Config;
 use tandem_core::local::{default_threads, EdgeWeights, LocalModel, LocalOptions};
-use tandem_core::models;
 use tandem_core::paths::Paths;
 use tandem_core::router::ModelPair;
 use tandem_serve::startup::{self, Started};
@@ -72,8 +71,9 @@ impl PairArgs {
         if let Some(why) = prepared.notices.first() {
             anyhow::bail!("{why}");
         }
+        let edge_path = prepared.edge_path.clone();
         let mut client = None;
-        let started = prepared.open(&paths, |config, paths| -> Result<Pair> {
+        let started = prepared.open(&paths, |config, _| -> Result<Pair> {
             let url = &config.cloud.url;
             let (cloud_config, _) = CloudConfig::from_settings(url, &config.cloud);
             let cloud = CloudClient::new(cloud_config)?;
@@ -87,7 +87,6 @@ impl PairArgs {
                     .cloned()
                     .context("the cloud lists no models: pass --cloud-model")?,
             };
-            let edge_path = models::resolve(&config.edge, &paths.models())?;
             let pair = Pair {
                 weights: EdgeWeights::load(&edge_path, &config.edge)?,
                 ids: ModelPair::identify(&config.edge, &edge_path, &cloud_id)?,

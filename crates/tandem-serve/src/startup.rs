@@ -8,6 +8,7 @@
 
 use crate::stand_in;
 use crate::Running;
+use std::path::PathBuf;
 use tandem_core::config::Config;
 use tandem_core::models::{self, ModelError};
 use tandem_core::paths::Paths;
@@ -46,6 +47,8 @@ impl<T> Started<T> {
 pub struct Prepared {
     /// The settings, pointed at the stand-in when it serves.
     pub config: Config,
+    /// The edge model's GGUF file, found once here.
+    pub edge_path: PathBuf,
     /// What the user should know about the cloud (a stand-in that could not start: replies
     /// are then local).
     pub notices: Vec<String>,
@@ -56,10 +59,11 @@ pub struct Prepared {
 /// loading), then starts the stand-in when no cloud is configured and points the settings at
 /// it.
 pub fn prepare(mut config: Config, paths: &Paths) -> Result<Prepared, ModelError> {
-    models::resolve(&config.edge, &paths.models())?;
+    let edge_path = models::resolve(&config.edge, &paths.models())?;
     let (stand_in, notice) = stand_in::attach(&mut config, paths);
     Ok(Prepared {
         config,
+        edge_path,
         notices: notice.into_iter().collect(),
         stand_in,
     })
