@@ -158,9 +158,21 @@ impl Chat<'_> {
         let prompt_text = self.engine.weights.chat_prompt(&self.messages)?;
         let prompt = self.edge.tokenize(&prompt_text, true);
         let mut reply = String::new();
+        let spend = &self.engine.spend;
         let mut collect = |event: Event| {
-            if let Event::Token { text, .. } = &event {
-                reply.push_str(text);
+            match &event {
+                Event::Token { text, .. } => reply.push_str(text),
+                // Today's spend is on disk before anyone hears the reply finished, so a meter
+                // read right after it counts this reply.
+                Event::Finished { usage, .. } => {
+                    if let Err(e) = spend.add(usage) {
+                        sink.emit(Event::Notice {
+                            kind: NoticeKind::SpendNotSaved,
+                            message: format!("could not record today's cloud spend: {e}"),
+                        });
+                    }
+                }
+                _ => {}
             }
             sink.emit(event)
         };
@@ -200,12 +212,6 @@ impl Chat<'_> {
         };
         let usage = decode::generate(collaboration, &prompt, &options, &mut collect)?;
         self.messages.push(Message::assistant(reply));
-        if let Err(e) = self.engine.spend.add(&usage) {
-            sink.emit(Event::Notice {
-                kind: NoticeKind::SpendNotSaved,
-                message: format!("could not record today's cloud spend: {e}"),
-            });
-        }
         Ok(usage)
     }
 

@@ -11,6 +11,7 @@ use tandem_core::event::{Event, FinishReason, TokenSource};
 use tandem_core::message::Message;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
+use tandem_core::spend::SpendLedger;
 use tandem_fake_cloud::{FakeCloud, Script};
 
 fn paths(home: &std::path::Path) -> Paths {
@@ -91,6 +92,9 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
         sources.iter().all(|s| *s == TokenSource::Cloud),
         "{sources:?}"
     );
+    // Today's meter already counts the reply when `finished` arrives.
+    let today = SpendLedger::new(&paths(home.path()).data).today();
+    assert!(today.cloud_tokens >= 40, "{today:?}");
     worker.budget().set(CloudBudget::off());
     let requests = fake.requests();
     let reply = worker.reply(asking("Go on."), ReplyMode::Routed).unwrap();
