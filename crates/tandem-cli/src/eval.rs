@@ -65,8 +65,7 @@ pub struct Args {
 
 /// Runs it.
 pub fn run(args: Args) -> Result<()> {
-    let mut rows = data::load(&args.data, &crate::data::dir())?;
-    rows.truncate(args.limit.unwrap_or(rows.len()));
+    let rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
     anyhow::ensure!(!rows.is_empty(), "no questions in {}", args.data);
     let default_kind = Config::default().router.kind;
     let kinds: Vec<RouterKind> = args.router.iter().map(|c| c.kind(default_kind)).collect();

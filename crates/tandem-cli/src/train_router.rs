@@ -41,8 +41,7 @@ pub struct Args {
 
 /// Runs it.
 pub fn run(args: Args) -> Result<()> {
-    let mut rows = data::load(&args.data, &crate::data::dir())?;
-    rows.truncate(args.limit.unwrap_or(rows.len()));
+    let rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
     let (started, mut cloud) = args.pair.open(true)?;
     let pair = &started.engine;
     let data_name = match args.limit {

