@@ -21,6 +21,7 @@ use tandem_core::config::Config;
 use tandem_core::engine::ReplyMode;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, TokenSource, Usage};
 use tandem_core::history::{Conversation, Message, Role};
+use tandem_core::router::RouterKind;
 use tandem_core::spend::DayUse;
 
 fn value(v: impl Serialize) -> Value {
@@ -146,6 +147,7 @@ fn payloads() -> Value {
             value(PullEvent::Failed { error: AppError::new(ErrorKind::Storage, "disk full") }),
         ],
         "reply_modes": [ReplyMode::Routed, ReplyMode::Edge, ReplyMode::Cloud],
+        "router_kinds": RouterKind::ALL,
     })
 }
 

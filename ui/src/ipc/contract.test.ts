@@ -8,7 +8,7 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { COMMANDS } from "./commands";
 import { parseEvent } from "./events";
-import { ERROR_KINDS, EVENT_TYPES, FINISH_REASONS, NOTICE_KINDS } from "./types";
+import { ERROR_KINDS, EVENT_TYPES, FINISH_REASONS, NOTICE_KINDS, ROUTER_KINDS } from "./types";
 
 const doc = readFileSync(resolve("docs/ipc.md"), "utf8");
 
@@ -136,6 +136,8 @@ describe("fixtures written from the Rust types", () => {
       }
     },
     reply_modes: (v) => expect(sorted(v as string[])).toEqual(sorted(["routed", "edge", "cloud"])),
+    // The Settings menu offers exactly the backend's routers, in its order.
+    router_kinds: (v) => expect(v).toEqual([...ROUTER_KINDS]),
     settings: (v) => {
       expectFields(v, "Settings", ["edge", "threads", "cloud", "router"]);
       expectFields((v as Record<string, unknown>).cloud, "Settings.cloud", ["url", "model", "mode"]);

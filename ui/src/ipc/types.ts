@@ -185,8 +185,26 @@ export type AppStatus = {
 
 // ---- Settings ----------------------------------------------------------------------------
 
-export type RouterKind = "edge-only" | "cloud-only" | "entropy" | "margin" | "mlp";
-export const ROUTER_KINDS: readonly RouterKind[] = ["edge-only", "cloud-only", "entropy", "margin", "mlp"];
+export type RouterKind =
+  | "edge-only"
+  | "cloud-only"
+  | "entropy"
+  | "margin"
+  | "lead-entropy"
+  | "mlp"
+  | "first-token"
+  | "random";
+/** Every router the backend accepts, in its order (`RouterKind::ALL`). */
+export const ROUTER_KINDS: readonly RouterKind[] = [
+  "edge-only",
+  "cloud-only",
+  "entropy",
+  "margin",
+  "lead-entropy",
+  "mlp",
+  "first-token",
+  "random",
+];
 /** `url` "" means the local stand-in, "none" means no cloud at all. */
 export type CloudSettings = { url: string; model: string | null; mode: CloudMode };
 export type Settings = {

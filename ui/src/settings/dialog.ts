@@ -39,6 +39,9 @@ export const ROUTER_HINTS: Record<RouterKind, string> = {
   mlp: "A small network trained on multiple-choice answers for the default models; strongest there, weaker in chat.",
   "edge-only": "Never asks the cloud: every token is written on this machine.",
   "cloud-only": "Asks the cloud for every token, within the budget: the most accurate and the most expensive.",
+  "lead-entropy": "The cloud writes each reply's first token (where an answer often starts), then entropy picks the rest.",
+  "first-token": "A baseline: the cloud writes only each reply's first token.",
+  random: "A baseline: random tokens, at the share you set.",
 };
 
 /** What a connection test's result is called: "Connected", or its kind's label. */

@@ -34,6 +34,27 @@ impl Router for EntropyRouter {
     }
 }
 
+/// Entropy, but the reply's first token always scores 1: that is where an answer often
+/// starts (a letter, a yes or no, the first word of a verdict), and it is the one token a
+/// reply's budget lends before its share has earned it, so asking for it costs at most one
+/// token per reply at any share.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LeadEntropyRouter;
+
+impl Router for LeadEntropyRouter {
+    fn name(&self) -> &str {
+        "lead-entropy"
+    }
+
+    fn score(&self, f: &Features<'_>) -> f32 {
+        if f.position == 0 {
+            1.0
+        } else {
+            EntropyRouter.score(f)
+        }
+    }
+}
+
 /// Scores by the gap between the two best tokens: `1 - (p1 - p2)`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MarginRouter;
@@ -74,6 +95,17 @@ mod tests {
             assert!(a < b, "{a} !< {b}");
             assert!((0.0..=1.0).contains(&a) && (0.0..=1.0).contains(&b));
         }
+    }
+
+    #[test]
+    fn lead_entropy_takes_the_first_token_then_follows_entropy() {
+        let sure = features(0.99, 0.98, 0.05);
+        let first = Features {
+            position: 0,
+            ..sure
+        };
+        assert_eq!(LeadEntropyRouter.score(&first), 1.0);
+        assert_eq!(LeadEntropyRouter.score(&sure), EntropyRouter.score(&sure));
     }
 
     #[test]

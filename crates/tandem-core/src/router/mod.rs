@@ -10,7 +10,7 @@ pub mod file;
 mod mlp;
 
 pub use baseline::{FirstTokenRouter, RandomRouter};
-pub use confidence::{EntropyRouter, FixedRouter, MarginRouter};
+pub use confidence::{EntropyRouter, FixedRouter, LeadEntropyRouter, MarginRouter};
 pub use file::ModelPair;
 pub use mlp::{MlpError, MlpRouter};
 
@@ -60,6 +60,8 @@ pub enum RouterKind {
     Entropy,
     /// Route positions where the two best tokens are close.
     Margin,
+    /// The reply's first token, then entropy.
+    LeadEntropy,
     /// A trained MLP on the hidden state and the signals.
     Mlp,
     /// Baseline: the cloud writes each reply's first token.
@@ -70,11 +72,12 @@ pub enum RouterKind {
 
 impl RouterKind {
     /// Every kind, in the order the CLI lists them.
-    pub const ALL: [RouterKind; 7] = [
+    pub const ALL: [RouterKind; 8] = [
         RouterKind::EdgeOnly,
         RouterKind::CloudOnly,
         RouterKind::Entropy,
         RouterKind::Margin,
+        RouterKind::LeadEntropy,
         RouterKind::Mlp,
         RouterKind::FirstToken,
         RouterKind::Random,
@@ -87,6 +90,7 @@ impl RouterKind {
             RouterKind::CloudOnly => "cloud-only",
             RouterKind::Entropy => "entropy",
             RouterKind::Margin => "margin",
+            RouterKind::LeadEntropy => "lead-entropy",
             RouterKind::Mlp => "mlp",
             RouterKind::FirstToken => "first-token",
             RouterKind::Random => "random",
@@ -158,6 +162,7 @@ pub fn build(
         RouterKind::CloudOnly => (Box::new(FixedRouter(1.0)), None),
         RouterKind::Entropy => (Box::new(EntropyRouter), None),
         RouterKind::Margin => (Box::new(MarginRouter), None),
+        RouterKind::LeadEntropy => (Box::new(LeadEntropyRouter), None),
         RouterKind::FirstToken => (Box::new(FirstTokenRouter), None),
         RouterKind::Random => (Box::new(RandomRouter::default()), None),
         RouterKind::Mlp => {
