@@ -209,6 +209,7 @@ impl Reply<'_, '_> {
             let (emitted, next) = match outcome {
                 CloudOutcome::Continued { tokens, next } => (tokens, next),
                 CloudOutcome::EndedReply => return Ok(FinishReason::Stop),
+                CloudOutcome::Stopped => return Ok(FinishReason::Cancelled),
                 CloudOutcome::UseEdge => {
                     if self.edge.is_end_of_turn(step.token) {
                         return Ok(FinishReason::Stop);
@@ -258,12 +259,15 @@ impl Reply<'_, '_> {
         let reply_start = self.reply_start;
         let reply = || edge.text_of(&edge.tokens()[reply_start..]);
         let prompt_len = edge.tokens().len() as u64;
+        let listener = &*sink;
+        let stop = || listener.stop_requested();
         let request = CloudRequest {
             ids: if self.as_ids { edge.tokens() } else { &[] },
             text: &text,
             messages: self.messages,
             reply: &reply,
             max_tokens,
+            stop: &stop,
         };
         let sent_text = cloud.sent_text(&request);
         let sent = Instant::now();
@@ -273,6 +277,7 @@ impl Reply<'_, '_> {
         self.usage.cloud_requests += 1;
         let reply = match result {
             Ok(reply) => reply,
+            Err(CloudError::Stopped) => return Ok(CloudOutcome::Stopped),
             Err(error) => {
                 sink.emit(Event::CloudRequest {
                     sent: sent_text,
@@ -290,6 +295,13 @@ impl Reply<'_, '_> {
             Some(ids) => ids,
             None => self.edge.tokenize(&reply.text, false),
         };
+        let vocab = self.edge.vocab_size();
+        let foreign = tokens
+            .iter()
+            .any(|&t| usize::try_from(t).map_or(true, |t| t >= vocab));
+        // Never more than the span asked for: past it lie the budget, `max_cloud_tokens`
+        // and the end of the context window.
+        tokens.truncate(max_tokens as usize);
         let prompt_tokens = reply.prompt_tokens.unwrap_or(prompt_len);
         let completion_tokens = reply.completion_tokens.unwrap_or(tokens.len() as u64);
         let cost = self
@@ -303,10 +315,13 @@ impl Reply<'_, '_> {
         let end = tokens.iter().position(|&t| self.edge.is_end_of_turn(t));
         let ends_turn = end.is_some() || (reply.stopped && tokens.len() < max_tokens as usize);
         tokens.truncate(end.unwrap_or(tokens.len()));
+        if foreign {
+            tokens.clear();
+        }
         // Cancellation is noticed at the next token; a request record is never the last word.
         sink.emit(Event::CloudRequest {
             sent: sent_text,
-            ok: !tokens.is_empty() || ends_turn,
+            ok: !foreign && (!tokens.is_empty() || ends_turn),
             ms: request_ms,
             prompt_tokens,
             completion_tokens,
@@ -314,12 +329,17 @@ impl Reply<'_, '_> {
         });
         if tokens.is_empty() {
             self.controller.record(0, 0, cost);
-            if ends_turn {
+            if ends_turn && !foreign {
                 return Ok(CloudOutcome::EndedReply);
             }
+            let detail = if foreign {
+                "the reply held token ids the local model does not know"
+            } else {
+                "the reply held no tokens"
+            };
             self.cloud_failed(
                 &CloudError::Malformed {
-                    detail: "the reply held no tokens".into(),
+                    detail: detail.into(),
                 },
                 sink,
             );
@@ -407,6 +427,8 @@ enum CloudOutcome {
     },
     /// The cloud ended its turn (its tokens, if any, were already shown): the reply is done.
     EndedReply,
+    /// The user stopped the reply while the request was in flight.
+    Stopped,
 }
 
 #[cfg(test)]

@@ -66,6 +66,8 @@ pub trait EdgeModel {
     fn piece(&self, token: TokenId) -> Vec<u8>;
     /// Whether the token ends the model's turn.
     fn is_end_of_turn(&self, token: TokenId) -> bool;
+    /// How many token ids the model knows (valid ids are `0..vocab_size`).
+    fn vocab_size(&self) -> usize;
     /// Context window size in tokens.
     fn context_size(&self) -> usize;
     /// The tokens the KV cache holds, in order.

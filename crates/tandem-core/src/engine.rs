@@ -157,24 +157,10 @@ impl Chat<'_> {
     fn respond(&mut self, mode: ReplyMode, sink: &mut dyn EventSink) -> Result<Usage, ReplyError> {
         let prompt_text = self.engine.weights.chat_prompt(&self.messages)?;
         let prompt = self.edge.tokenize(&prompt_text, true);
-        let mut reply = String::new();
-        let spend = &self.engine.spend;
-        let mut collect = |event: Event| {
-            match &event {
-                Event::Token { text, .. } => reply.push_str(text),
-                // Today's spend is on disk before anyone hears the reply finished, so a meter
-                // read right after it counts this reply.
-                Event::Finished { usage, .. } => {
-                    if let Err(e) = spend.add(usage) {
-                        sink.emit(Event::Notice {
-                            kind: NoticeKind::SpendNotSaved,
-                            message: format!("could not record today's cloud spend: {e}"),
-                        });
-                    }
-                }
-                _ => {}
-            }
-            sink.emit(event)
+        let mut collect = ReplySink {
+            inner: sink,
+            reply: String::new(),
+            spend: &self.engine.spend,
         };
         let cloud_only = FixedRouter(1.0);
         let (router, budget, cloud) = match mode {
@@ -211,13 +197,43 @@ impl Chat<'_> {
             ..self.engine.decode
         };
         let usage = decode::generate(collaboration, &prompt, &options, &mut collect)?;
-        self.messages.push(Message::assistant(reply));
+        self.messages.push(Message::assistant(collect.reply));
         Ok(usage)
     }
 
     /// Forgets the conversation (the KV cache is reused from its first differing token).
     pub fn reset(&mut self) {
         self.messages.retain(|m| m.role == Role::System);
+    }
+}
+
+/// Passes a reply's events on, keeping its text, and puts today's spend on disk before anyone
+/// hears the reply finished (so a meter read right after it counts this reply).
+struct ReplySink<'a> {
+    inner: &'a mut dyn EventSink,
+    reply: String,
+    spend: &'a SpendLedger,
+}
+
+impl EventSink for ReplySink<'_> {
+    fn emit(&mut self, event: Event) -> bool {
+        match &event {
+            Event::Token { text, .. } => self.reply.push_str(text),
+            Event::Finished { usage, .. } => {
+                if let Err(e) = self.spend.add(usage) {
+                    self.inner.emit(Event::Notice {
+                        kind: NoticeKind::SpendNotSaved,
+                        message: format!("could not record today's cloud spend: {e}"),
+                    });
+                }
+            }
+            _ => {}
+        }
+        self.inner.emit(event)
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.inner.stop_requested()
     }
 }
 

@@ -9,11 +9,12 @@
 use crate::budget::LiveBudget;
 use crate::config::Config;
 use crate::engine::{Engine, OpenError, ReplyMode};
-use crate::event::{Event, FinishReason, NoticeKind, Timings, Usage};
+use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, Usage};
 use crate::message::Message;
 use crate::paths::Paths;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 struct Job {
@@ -88,12 +89,12 @@ impl EngineThread {
                     return;
                 }
                 for job in inbox {
-                    let cancel = job.cancel;
-                    let events = job.events;
-                    let mut sink = |event: Event| {
-                        events.send(event).is_ok() && !cancel.load(Ordering::Relaxed)
+                    let mut sink = JobSink {
+                        events: job.events,
+                        cancel: job.cancel,
                     };
                     if let Err(e) = chat.reply(&job.history, job.mode, &mut sink) {
+                        let events = sink.events;
                         let _ = events.send(Event::Notice {
                             kind: NoticeKind::EngineError,
                             message: e.to_string(),
@@ -157,5 +158,21 @@ impl Drop for EngineThread {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// Where one reply's events go: its channel, until the user cancels or stops listening.
+struct JobSink {
+    events: Sender<Event>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl EventSink for JobSink {
+    fn emit(&mut self, event: Event) -> bool {
+        self.events.send(event).is_ok() && !self.stop_requested()
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
     }
 }

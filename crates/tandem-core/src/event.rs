@@ -189,6 +189,11 @@ pub enum Event {
 pub trait EventSink {
     /// Takes one event.
     fn emit(&mut self, event: Event) -> bool;
+    /// Whether the listener wants the reply stopped, asked while no token can be emitted
+    /// (waiting for the cloud); `emit` answering false says the same at the next token.
+    fn stop_requested(&self) -> bool {
+        false
+    }
 }
 
 impl<F: FnMut(Event) -> bool> EventSink for F {

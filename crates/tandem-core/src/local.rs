@@ -372,6 +372,10 @@ impl EdgeModel for LocalModel<'_> {
         self.weights.model.vocab().is_eog(LlamaToken(token))
     }
 
+    fn vocab_size(&self) -> usize {
+        self.weights.vocab_size()
+    }
+
     fn context_size(&self) -> usize {
         self.n_ctx
     }

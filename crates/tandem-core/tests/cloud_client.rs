@@ -27,6 +27,7 @@ fn ask(
         messages: &messages,
         reply: &reply,
         max_tokens,
+        stop: &|| false,
     })
 }
 
@@ -161,4 +162,69 @@ fn chat_mode_continues_the_reply_as_a_final_assistant_message() {
     );
     assert_eq!(sent.body["continue_final_message"], true);
     assert_eq!(sent.body["add_generation_prompt"], false);
+}
+
+#[test]
+fn a_dripping_server_is_given_up_on_at_the_deadline_not_per_byte() {
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    fake.push_faults([Fault::Drip(Duration::from_millis(100))]);
+    let started = std::time::Instant::now();
+    let err = ask(&mut client(&fake), 1).unwrap_err();
+    assert!(matches!(err, CloudError::Timeout { .. }), "{err:?}");
+    // One deadline of 0.8 s for connect, headers and body: a byte every 0.1 s keeps no
+    // read waiting long enough for a per-read timeout, so only a whole-request one ends it.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn an_endless_body_is_cut_at_the_cap_with_a_clear_error() {
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    fake.push_faults([Fault::EndlessBody]);
+    let mut config = CloudConfig::new(fake.base_url());
+    config.request_timeout = Duration::from_secs(30);
+    let err = ask(&mut CloudClient::new(config).unwrap(), 1).unwrap_err();
+    assert!(
+        matches!(&err, CloudError::Malformed { detail } if detail.contains("MiB")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_redirect_to_another_origin_is_not_followed_with_the_conversation() {
+    let elsewhere = FakeCloud::start(Script::cycle(&["leaked"])).unwrap();
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    fake.push_faults([Fault::Redirect(format!(
+        "{}/completions",
+        elsewhere.base_url()
+    ))]);
+    let err = ask(&mut client(&fake), 1).unwrap_err();
+    assert!(err.to_string().contains("redirect"), "{err}");
+    assert_eq!(elsewhere.requests(), 0, "the prompt went to another origin");
+}
+
+#[test]
+fn a_huge_error_message_is_cut_short() {
+    let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    let mut config = CloudConfig::new(fake.base_url());
+    config.max_retries = 0;
+    fake.push_faults([Fault::LongError(100_000)]);
+    let err = ask(&mut CloudClient::new(config).unwrap(), 1).unwrap_err();
+    assert!(
+        err.to_string().len() < 400,
+        "{} bytes",
+        err.to_string().len()
+    );
+}
+
+#[test]
+fn an_answer_longer_than_the_span_is_cut_to_it() {
+    let fake = FakeCloud::start(Script::cycle(&[" a", " b"]).with_ids(&[5, 6])).unwrap();
+    fake.push_faults([Fault::Overlong(6000)]);
+    let mut c = client(&fake);
+    let reply = ask(&mut c, 4).unwrap();
+    assert_eq!(reply.text, " a b a b");
 }

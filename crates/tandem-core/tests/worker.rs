@@ -172,3 +172,35 @@ fn a_missing_model_fails_the_spawn_with_the_reason() {
     assert!(matches!(err, OpenError::Model(_)), "{err}");
     assert!(err.to_string().contains("absent.gguf"), "{err}");
 }
+
+#[test]
+fn stop_ends_a_reply_that_is_waiting_for_a_stalled_cloud_at_once() {
+    let Some(edge) = model(SMOLLM2) else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let mut config = config(&edge, &fake);
+    config.cloud.timeout_secs = 30.0;
+    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
+    fake.push_faults([tandem_fake_cloud::Fault::Delay(
+        std::time::Duration::from_secs(20),
+    )]);
+    let reply = worker
+        .reply(asking("Tell me about the sea."), ReplyMode::Routed)
+        .unwrap();
+    // The first token goes to the cloud, which takes 20 s to answer.
+    while fake.requests() == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let stopped = std::time::Instant::now();
+    reply.cancel();
+    let reason = drain(&reply, |_, _| {});
+    assert_eq!(reason, FinishReason::Cancelled);
+    // The client looks at Stop every 50 ms; the bound is loose for a loaded machine, and
+    // far below the 20 s the cloud would have held the reply.
+    assert!(
+        stopped.elapsed() < std::time::Duration::from_secs(2),
+        "Stop took {:?}",
+        stopped.elapsed()
+    );
+}

@@ -97,6 +97,7 @@ pub fn collect(
             messages: &messages,
             reply: &String::new,
             max_tokens: task::max_tokens(row, format),
+            stop: &|| false,
         });
         let answer = match answer {
             Ok(answer) => {

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tandem_wire::ErrorBody;
@@ -25,6 +26,31 @@ pub enum Fault {
     MalformedJson,
     /// 401 with OpenAI's `invalid_api_key` error body, whatever key was sent.
     Unauthorized,
+    /// 200 with JSON headers, then one byte of body every interval, never ending: a stalled
+    /// server that a per-read timeout alone never gives up on.
+    Drip(Duration),
+    /// 200 with JSON headers, then body bytes as fast as the client reads, never ending.
+    EndlessBody,
+    /// 307 to this URL (which keeps the method and the body: the conversation).
+    Redirect(String),
+    /// 500 whose error message is this many characters long.
+    LongError(usize),
+    /// A normal answer of this many tokens, whatever `max_tokens` asked for.
+    Overlong(usize),
+    /// A normal answer whose logprobs carry ids far outside any vocabulary.
+    ForeignIds,
+}
+
+/// The id [`Fault::ForeignIds`] reports for every token.
+pub const FOREIGN_ID: tandem_wire::TokenId = 2_000_000_000;
+
+/// How a fault changes an answer that is otherwise given normally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Distortion {
+    /// Tokens to answer instead of `max_tokens`.
+    pub tokens: Option<usize>,
+    /// Whether ids are replaced by [`FOREIGN_ID`].
+    pub foreign_ids: bool,
 }
 
 impl Fault {
@@ -56,8 +82,50 @@ impl Fault {
             )),
             Fault::MalformedJson => Some(malformed(stream)),
             Fault::Unauthorized => Some(unauthorized()),
+            Fault::Drip(interval) => Some(endless(Some(interval))),
+            Fault::EndlessBody => Some(endless(None)),
+            Fault::Redirect(location) => Some(
+                (
+                    StatusCode::TEMPORARY_REDIRECT,
+                    [(header::LOCATION, location)],
+                )
+                    .into_response(),
+            ),
+            Fault::LongError(len) => Some(response::error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorBody::new("e".repeat(len), "server_error"),
+            )),
+            Fault::Overlong(_) | Fault::ForeignIds => None,
         }
     }
+
+    /// What the fault changes in a normal answer.
+    pub(crate) fn distortion(&self) -> Distortion {
+        match self {
+            Fault::Overlong(tokens) => Distortion {
+                tokens: Some(*tokens),
+                foreign_ids: false,
+            },
+            Fault::ForeignIds => Distortion {
+                tokens: None,
+                foreign_ids: true,
+            },
+            _ => Distortion::default(),
+        }
+    }
+}
+
+/// A 200 whose JSON body never ends: one byte per `interval`, or as fast as it is read.
+fn endless(interval: Option<Duration>) -> Response {
+    use tokio_stream::StreamExt;
+    let chunk = match interval {
+        Some(_) => Bytes::from_static(b" "),
+        None => Bytes::from(vec![b' '; 64 * 1024]),
+    };
+    let ticks = tokio_stream::iter(std::iter::repeat(())).throttle(interval.unwrap_or_default());
+    let body =
+        Body::from_stream(ticks.map(move |()| Ok::<_, std::convert::Infallible>(chunk.clone())));
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// The 401 answer to a missing or wrong API key.

@@ -41,7 +41,7 @@ mod script;
 mod server;
 mod state;
 
-pub use fault::Fault;
+pub use fault::{Fault, FOREIGN_ID};
 pub use script::{Script, ScriptToken};
 pub use server::FakeCloud;
 pub use state::RecordedRequest;

@@ -45,6 +45,8 @@ pub(crate) struct Answer<'a> {
     pub prompt_tokens: usize,
     /// Whether to include logprobs.
     pub logprobs: bool,
+    /// Whether logprobs report [`crate::fault::FOREIGN_ID`] instead of the tokens' ids.
+    pub foreign_ids: bool,
 }
 
 impl Answer<'_> {
@@ -125,7 +127,18 @@ impl Answer<'_> {
 
     fn logprobs_of(&self, tokens: &[&ScriptToken]) -> Option<Logprobs> {
         self.logprobs.then(|| Logprobs {
-            content: Some(tokens.iter().map(|token| logprob_entry(token)).collect()),
+            content: Some(
+                tokens
+                    .iter()
+                    .map(|token| {
+                        let id = match self.foreign_ids {
+                            true => Some(crate::fault::FOREIGN_ID),
+                            false => token.id,
+                        };
+                        logprob_entry(token, id)
+                    })
+                    .collect(),
+            ),
         })
     }
 
@@ -135,9 +148,9 @@ impl Answer<'_> {
 }
 
 /// One llama-server style logprobs entry; the only candidate is the token itself.
-fn logprob_entry(token: &ScriptToken) -> TokenLogprob {
+fn logprob_entry(token: &ScriptToken, id: Option<tandem_wire::TokenId>) -> TokenLogprob {
     let candidate = Candidate {
-        id: token.id,
+        id,
         token: token.text.clone(),
         bytes: token.text.as_bytes().to_vec(),
         logprob: LOGPROB,

@@ -14,7 +14,7 @@ use axum::Router;
 use serde_json::Value;
 use tandem_wire::{Endpoint, ErrorBody};
 
-use crate::fault;
+use crate::fault::{self, Fault};
 use crate::request::Asked;
 use crate::response::{self, Answer};
 use crate::state::{RecordedRequest, Shared};
@@ -85,6 +85,7 @@ async fn complete(
         body: received,
         authorization: authorization.map(str::to_owned),
     });
+    let distortion = fault.as_ref().map(Fault::distortion).unwrap_or_default();
     if let Some(fault) = fault {
         if let Some(failure) = fault.apply(wants_stream).await {
             return failure;
@@ -106,9 +107,12 @@ async fn complete(
         endpoint,
         number,
         model: &shared.script.model,
-        tokens: shared.script.answer(request.max_tokens),
+        tokens: shared
+            .script
+            .answer(distortion.tokens.unwrap_or(request.max_tokens)),
         prompt_tokens: request.prompt_tokens,
         logprobs: request.logprobs,
+        foreign_ids: distortion.foreign_ids,
     };
     if request.stream {
         answer.stream()

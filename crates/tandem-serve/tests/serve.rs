@@ -65,6 +65,7 @@ fn completions_by_ids_match_local_greedy_decoding_and_report_ids() {
             messages: &[],
             reply: &text,
             max_tokens: 6,
+            stop: &|| false,
         })
         .unwrap();
     let served = reply.ids.expect("ids in logprobs");

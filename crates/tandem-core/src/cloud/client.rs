@@ -8,12 +8,24 @@
 use super::{ApiKey, Cloud, CloudError, CloudReply, CloudRequest};
 use crate::edge::TokenId;
 use reqwest::blocking::{Client, RequestBuilder, Response};
+use reqwest::header::CONTENT_TYPE;
 use reqwest::StatusCode;
-use std::time::Duration;
+use std::io::Read;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
 use tandem_wire::{
-    ChatMessage, ChatRequest, Completion, CompletionRequest, Endpoint, ErrorBody, Generation,
-    LogprobsRequest, ModelList, Prompt, TokenizeRequest, TokenizeResponse,
+    ChatMessage, ChatRequest, Choice, Completion, CompletionRequest, Endpoint, ErrorBody,
+    Generation, LogprobsRequest, ModelList, Prompt, TokenizeRequest, TokenizeResponse,
 };
+
+/// The largest answer read from the cloud: a span of a few tokens with logprobs is a few KiB.
+const MAX_BODY: usize = 4 << 20;
+/// The longest server error message kept (it is shown and saved with the reply).
+const MAX_MESSAGE_CHARS: usize = 300;
+/// Same-origin redirects followed before giving up.
+const MAX_REDIRECTS: usize = 3;
+/// How often a waiting request asks whether the user pressed Stop.
+const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Which OpenAI endpoint the cloud is asked through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -70,41 +82,51 @@ impl CloudConfig {
 
 /// A blocking client for one endpoint; remembers whether the endpoint shares the edge vocabulary.
 pub struct CloudClient {
+    exchange: Exchange,
+    shares_vocab: Option<bool>,
+}
+
+/// What an HTTP exchange with the endpoint needs, owned, so a completion can run on a thread
+/// of its own while the reply waits for it or for Stop.
+#[derive(Clone)]
+struct Exchange {
     http: Client,
     config: CloudConfig,
-    shares_vocab: Option<bool>,
 }
 
 impl CloudClient {
     /// Builds a client; fails only if the TLS backend cannot start.
     pub fn new(config: CloudConfig) -> Result<Self, CloudError> {
-        let http = Client::builder()
+        let mut builder = Client::builder()
             .connect_timeout(config.connect_timeout)
             .timeout(config.request_timeout)
-            .build()
-            .map_err(|e| CloudError::Unreachable {
-                endpoint: config.base_url.clone(),
-                detail: e.to_string(),
-            })?;
+            .redirect(same_origin_redirects());
+        if super::is_on_this_machine(&config.base_url) {
+            // The stand-in or a server on this machine: a proxy from the environment would
+            // only carry the prompt (and the key) off the machine.
+            builder = builder.no_proxy();
+        }
+        let http = builder.build().map_err(|e| CloudError::Unreachable {
+            endpoint: config.base_url.clone(),
+            detail: e.to_string(),
+        })?;
         Ok(Self {
-            http,
-            config,
+            exchange: Exchange { http, config },
             shares_vocab: None,
         })
     }
 
     /// The configuration in use.
     pub fn config(&self) -> &CloudConfig {
-        &self.config
+        &self.exchange.config
     }
 
     /// Lists the served models: a cheap check that the endpoint, key and model are right.
     pub fn check(&self) -> Result<Vec<String>, CloudError> {
-        let response = self.send(|| self.authorized(self.http.get(self.url("/models"))))?;
-        let body = read_body(response, self.config.request_timeout)?;
-        let models: ModelList = parse(&body)?;
+        let x = &self.exchange;
+        let models: ModelList = parse(&x.send(|| x.authorized(x.http.get(x.url("/models"))))?)?;
         let ids: Vec<String> = models.data.into_iter().map(|m| m.id).collect();
-        if let Some(model) = &self.config.model {
+        if let Some(model) = &self.config().model {
             if !ids.iter().any(|id| id == model) {
                 return Err(CloudError::NotFound {
                     message: format!("model '{model}' is not served (served: {})", ids.join(", ")),
@@ -112,76 +134,6 @@ impl CloudClient {
             }
         }
         Ok(ids)
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.config.base_url)
-    }
-
-    /// The server root (`/tokenize` lives beside `/v1`, not under it).
-    fn root_url(&self, path: &str) -> String {
-        let base = &self.config.base_url;
-        format!("{}{path}", base.strip_suffix("/v1").unwrap_or(base))
-    }
-
-    fn authorized(&self, request: RequestBuilder) -> RequestBuilder {
-        match &self.config.api_key {
-            Some(key) => request.bearer_auth(key.expose()),
-            None => request,
-        }
-    }
-
-    /// Sends with retries for 429 and 5xx; maps every failure to a [`CloudError`].
-    fn send(&self, build: impl Fn() -> RequestBuilder) -> Result<Response, CloudError> {
-        let mut attempt = 0;
-        loop {
-            let response = build().send().map_err(|e| self.transport_error(&e))?;
-            let status = response.status();
-            if status.is_success() {
-                return Ok(response);
-            }
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
-            if retryable && attempt < self.config.max_retries {
-                let backoff = Duration::from_millis(200 << attempt);
-                let wait = retry_after.unwrap_or(backoff);
-                if wait <= self.config.max_retry_wait {
-                    std::thread::sleep(wait);
-                    attempt += 1;
-                    continue;
-                }
-            }
-            let message = error_message(&response.text().unwrap_or_default());
-            return Err(match status.as_u16() {
-                401 | 403 => CloudError::Unauthorized {
-                    status: status.as_u16(),
-                },
-                404 => CloudError::NotFound { message },
-                429 => CloudError::RateLimited,
-                code => CloudError::Server {
-                    status: code,
-                    message,
-                },
-            });
-        }
-    }
-
-    fn transport_error(&self, e: &reqwest::Error) -> CloudError {
-        if e.is_timeout() {
-            CloudError::Timeout {
-                seconds: self.config.request_timeout.as_secs_f32(),
-            }
-        } else {
-            CloudError::Unreachable {
-                endpoint: self.config.base_url.clone(),
-                detail: root_cause(e),
-            }
-        }
     }
 
     /// The completion request for `request`, its prompt as edge token ids when `as_ids`.
@@ -222,9 +174,9 @@ impl CloudClient {
     /// What every request carries: the model, the span, the temperature, one whole answer.
     fn generation(&self, request: &CloudRequest<'_>) -> Generation {
         Generation {
-            model: self.config.model.clone(),
+            model: self.config().model.clone(),
             max_tokens: Some(request.max_tokens),
-            temperature: Some(self.config.temperature),
+            temperature: Some(self.config().temperature),
             stream: false,
             // llama-server: keep the KV cache of the previous request, so each call costs only the new suffix.
             cache_prompt: Some(true),
@@ -232,25 +184,180 @@ impl CloudClient {
         }
     }
 
-    /// Posts `body` to `endpoint` and reads the completion.
+    /// Posts `body` to `endpoint` and reads the completion on a thread of its own, so that
+    /// `stop` (asked every [`STOP_POLL`]) ends the wait at once; an abandoned request runs
+    /// out on its own within its deadline.
     fn post(
         &self,
         endpoint: Endpoint,
         body: &impl serde::Serialize,
+        stop: &dyn Fn() -> bool,
     ) -> Result<Completion, CloudError> {
-        let url = self.url(endpoint.path());
-        let response = self.send(|| self.authorized(self.http.post(&url).json(body)))?;
-        parse(&read_body(response, self.config.request_timeout)?)
+        let x = self.exchange.clone();
+        let url = x.url(endpoint.path());
+        let body = serde_json::to_vec(body).expect("requests serialize");
+        let (answer, answered) = mpsc::channel();
+        std::thread::spawn(move || {
+            let json = |b: RequestBuilder| b.header(CONTENT_TYPE, "application/json");
+            let _ =
+                answer.send(x.send(|| x.authorized(json(x.http.post(&url)).body(body.clone()))));
+        });
+        loop {
+            match answered.recv_timeout(STOP_POLL) {
+                Ok(body) => return parse(&body?),
+                Err(RecvTimeoutError::Timeout) if stop() => return Err(CloudError::Stopped),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(CloudError::Malformed {
+                        detail: "the request ended without an answer".into(),
+                    })
+                }
+            }
+        }
+    }
+}
+
+impl Exchange {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.base_url)
+    }
+
+    /// The server root (`/tokenize` lives beside `/v1`, not under it).
+    fn root_url(&self, path: &str) -> String {
+        let base = &self.config.base_url;
+        format!("{}{path}", base.strip_suffix("/v1").unwrap_or(base))
+    }
+
+    fn authorized(&self, request: RequestBuilder) -> RequestBuilder {
+        match &self.config.api_key {
+            Some(key) => request.bearer_auth(key.expose()),
+            None => request,
+        }
+    }
+
+    /// Sends with retries for 429 and 5xx and reads the body, all within one deadline (the
+    /// request timeout: connect, headers, body and the waits between retries); maps every
+    /// failure to a [`CloudError`].
+    fn send(&self, build: impl Fn() -> RequestBuilder) -> Result<String, CloudError> {
+        let deadline = Instant::now() + self.config.request_timeout;
+        let mut attempt = 0;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.timeout());
+            }
+            let response = build()
+                .timeout(left)
+                .send()
+                .map_err(|e| self.transport_error(&e))?;
+            let status = response.status();
+            if status.is_success() {
+                return self.read_body(response, deadline);
+            }
+            if status.is_redirection() {
+                return Err(CloudError::Server {
+                    status: status.as_u16(),
+                    message: "the server redirected the request to another origin; Tandem does \
+                              not send the conversation there"
+                        .into(),
+                });
+            }
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+            if retryable && attempt < self.config.max_retries {
+                let backoff = Duration::from_millis(200 << attempt);
+                let wait = retry_after.unwrap_or(backoff);
+                if wait <= self.config.max_retry_wait && Instant::now() + wait < deadline {
+                    std::thread::sleep(wait);
+                    attempt += 1;
+                    continue;
+                }
+            }
+            let message = error_message(&self.read_body(response, deadline).unwrap_or_default());
+            return Err(match status.as_u16() {
+                401 | 403 => CloudError::Unauthorized {
+                    status: status.as_u16(),
+                },
+                404 => CloudError::NotFound { message },
+                429 => CloudError::RateLimited,
+                code => CloudError::Server {
+                    status: code,
+                    message,
+                },
+            });
+        }
+    }
+
+    /// Reads a body of at most [`MAX_BODY`] bytes before `deadline`: a server that drips
+    /// bytes or never ends its answer costs one request timeout, not the reply or the memory.
+    fn read_body(&self, mut response: Response, deadline: Instant) -> Result<String, CloudError> {
+        let mut body = Vec::new();
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if Instant::now() >= deadline {
+                return Err(self.timeout());
+            }
+            let n = response.read(&mut chunk).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::TimedOut
+                    || e.get_ref()
+                        .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+                        .is_some_and(reqwest::Error::is_timeout)
+                {
+                    self.timeout()
+                } else {
+                    CloudError::Malformed {
+                        detail: format!("reading the body: {}", root_cause(&e)),
+                    }
+                }
+            })?;
+            if n == 0 {
+                break;
+            }
+            if body.len() + n > MAX_BODY {
+                return Err(CloudError::Malformed {
+                    detail: format!(
+                        "the answer is larger than {} MiB; a span is a few tokens",
+                        MAX_BODY >> 20
+                    ),
+                });
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8(body).map_err(|_| CloudError::Malformed {
+            detail: "the answer is not UTF-8".into(),
+        })
+    }
+
+    fn timeout(&self) -> CloudError {
+        CloudError::Timeout {
+            seconds: self.config.request_timeout.as_secs_f32(),
+        }
+    }
+
+    fn transport_error(&self, e: &reqwest::Error) -> CloudError {
+        if e.is_timeout() {
+            self.timeout()
+        } else {
+            CloudError::Unreachable {
+                endpoint: self.config.base_url.clone(),
+                detail: root_cause(e),
+            }
+        }
     }
 }
 
 impl Cloud for CloudClient {
     fn endpoint(&self) -> &str {
-        &self.config.base_url
+        &self.config().base_url
     }
 
     fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> bool {
-        if self.config.mode == CloudMode::Chat {
+        if self.config().mode == CloudMode::Chat {
             // Chat templates are applied by the server: only text goes out.
             return false;
         }
@@ -258,8 +365,9 @@ impl Cloud for CloudClient {
             return known;
         }
         let answer = self
+            .exchange
             .http
-            .post(self.root_url("/tokenize"))
+            .post(self.exchange.root_url("/tokenize"))
             .json(&TokenizeRequest {
                 content: super::VOCAB_PROBE.into(),
                 add_special: false,
@@ -274,7 +382,7 @@ impl Cloud for CloudClient {
     }
 
     fn sent_text(&self, request: &CloudRequest<'_>) -> String {
-        match self.config.mode {
+        match self.config().mode {
             CloudMode::Completions => (request.text)(),
             CloudMode::Chat => {
                 let mut sent: String = request
@@ -293,12 +401,15 @@ impl Cloud for CloudClient {
 
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
         let as_ids = self.shares_vocab == Some(true);
-        let parsed = match self.config.mode {
+        let parsed = match self.config().mode {
             CloudMode::Completions => self.post(
                 Endpoint::Completions,
                 &self.completion_request(request, as_ids),
+                request.stop,
             )?,
-            CloudMode::Chat => self.post(Endpoint::Chat, &self.chat_request(request))?,
+            CloudMode::Chat => {
+                self.post(Endpoint::Chat, &self.chat_request(request), request.stop)?
+            }
         };
         let choice = parsed
             .choices
@@ -308,9 +419,10 @@ impl Cloud for CloudClient {
                 detail: "no choices in the reply".into(),
             })?;
         let usage = parsed.usage;
+        let (text, ids) = cut_to_span(&choice, request.max_tokens as usize);
         Ok(CloudReply {
-            ids: if as_ids { choice.ids() } else { None },
-            text: choice.text(),
+            ids: if as_ids { ids } else { None },
+            text,
             stopped: choice.finish_reason.as_deref() == Some("stop"),
             prompt_tokens: usage.as_ref().and_then(|u| u.prompt_tokens),
             completion_tokens: usage.as_ref().and_then(|u| u.completion_tokens),
@@ -318,25 +430,51 @@ impl Cloud for CloudClient {
     }
 }
 
-fn read_body(response: Response, limit: Duration) -> Result<String, CloudError> {
-    response.text().map_err(|e| {
-        if e.is_timeout() {
-            CloudError::Timeout {
-                seconds: limit.as_secs_f32(),
-            }
+/// The message of an error body, or the body itself, cut short either way: it ends up in
+/// notices and saved history.
+fn error_message(body: &str) -> String {
+    let message = serde_json::from_str::<ErrorBody>(body)
+        .map(|b| b.error.message)
+        .unwrap_or_else(|_| body.to_owned());
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &message[..cut]),
+        None => message,
+    }
+}
+
+/// Redirects are followed only within the origin of the request (scheme, host and port): a
+/// 307/308 re-sends the body, which is the user's conversation.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first();
+        let same = first.is_some_and(|from| {
+            from.scheme() == attempt.url().scheme()
+                && from.host_str() == attempt.url().host_str()
+                && from.port_or_known_default() == attempt.url().port_or_known_default()
+        });
+        if same && attempt.previous().len() <= MAX_REDIRECTS {
+            attempt.follow()
         } else {
-            CloudError::Malformed {
-                detail: format!("reading the body: {}", root_cause(&e)),
-            }
+            attempt.stop()
         }
     })
 }
 
-/// The message of an error body, or the body itself cut short.
-fn error_message(body: &str) -> String {
-    serde_json::from_str::<ErrorBody>(body)
-        .map(|b| b.error.message)
-        .unwrap_or_else(|_| body.chars().take(200).collect())
+/// The choice's text and ids, no longer than the span asked for: a server that answers past
+/// `max_tokens` must not push the reply past its budget or the context window. Without
+/// per-token logprobs the text is whole; the decoder cuts it after tokenizing.
+fn cut_to_span(choice: &Choice, max_tokens: usize) -> (String, Option<Vec<TokenId>>) {
+    let text = choice.text();
+    let tokens = choice.logprobs.as_ref().and_then(|l| l.content.as_ref());
+    match tokens {
+        Some(tokens) if tokens.len() > max_tokens => {
+            let kept = &tokens[..max_tokens];
+            let text = kept.iter().map(|t| t.chosen.token.as_str()).collect();
+            let ids = kept.iter().map(|t| t.chosen.id).collect();
+            (text, ids)
+        }
+        _ => (text, choice.ids()),
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, CloudError> {
@@ -364,6 +502,6 @@ mod tests {
             error_message(r#"{"error":{"message":"bad key","type":"x"}}"#),
             "bad key"
         );
-        assert_eq!(error_message(&"x".repeat(500)).len(), 200);
+        assert_eq!(error_message(&"x".repeat(500)).chars().count(), 301);
     }
 }

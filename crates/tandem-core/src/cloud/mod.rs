@@ -69,6 +69,9 @@ pub struct CloudRequest<'a> {
     pub reply: &'a dyn Fn() -> String,
     /// Maximum tokens to return (the span).
     pub max_tokens: u32,
+    /// Whether the user pressed Stop: asked while the request is in flight, so a slow cloud
+    /// never holds a stopped reply.
+    pub stop: &'a dyn Fn() -> bool,
 }
 
 /// What the cloud returned.
@@ -132,6 +135,9 @@ pub enum CloudError {
         /// What was wrong.
         detail: String,
     },
+    /// The user stopped the reply while the request was in flight.
+    #[error("stopped while waiting for the cloud")]
+    Stopped,
 }
 
 /// What a failure means for the user, whatever the transport said: the vocabulary front
@@ -157,9 +163,10 @@ impl CloudError {
             }
             CloudError::Unauthorized { .. } => CloudErrorKind::WrongKey,
             CloudError::NotFound { .. } => CloudErrorKind::ModelNotFound,
-            CloudError::RateLimited | CloudError::Server { .. } | CloudError::Malformed { .. } => {
-                CloudErrorKind::Other
-            }
+            CloudError::RateLimited
+            | CloudError::Server { .. }
+            | CloudError::Malformed { .. }
+            | CloudError::Stopped => CloudErrorKind::Other,
         }
     }
 }

@@ -33,11 +33,19 @@ impl CloudConfig {
     }
 }
 
-/// Whether `url` points at this machine (loopback).
+/// Whether `url`'s host is this machine: `localhost`, `127.0.0.0/8` or `::1` (the host
+/// itself, not text anywhere in the URL).
 pub fn is_on_this_machine(url: &str) -> bool {
-    ["://127.0.0.1", "://localhost", "://[::1]"]
-        .iter()
-        .any(|host| url.contains(host))
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    url.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 #[cfg(test)]
@@ -70,6 +78,15 @@ mod tests {
         assert!(is_on_this_machine("http://127.0.0.1:8081/v1"));
         assert!(is_on_this_machine("http://localhost:8080/v1"));
         assert!(is_on_this_machine("http://[::1]:1/v1"));
-        assert!(!is_on_this_machine("https://openrouter.ai/api/v1"));
+        assert!(is_on_this_machine("http://127.3.0.1/v1"));
+        for elsewhere in [
+            "https://openrouter.ai/api/v1",
+            "http://10.0.0.2/v1",
+            "http://evil.example/v1?via=://127.0.0.1",
+            "http://127.0.0.1.evil.example/v1",
+            "not a url",
+        ] {
+            assert!(!is_on_this_machine(elsewhere), "{elsewhere}");
+        }
     }
 }

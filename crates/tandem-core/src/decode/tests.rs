@@ -39,6 +39,9 @@ impl EdgeModel for ScriptedEdge {
     fn is_end_of_turn(&self, token: TokenId) -> bool {
         token == 0
     }
+    fn vocab_size(&self) -> usize {
+        1 << 20
+    }
     fn context_size(&self) -> usize {
         self.capacity
     }
@@ -80,6 +83,10 @@ struct ScriptedCloud {
     requests: u32,
     failures: u32,
     stop_after: Option<u32>,
+    /// Tokens answered beyond the span asked for.
+    overrun: u32,
+    /// Answers ids no vocabulary has.
+    foreign_ids: bool,
 }
 
 impl ScriptedCloud {
@@ -89,6 +96,8 @@ impl ScriptedCloud {
             requests: 0,
             failures: 0,
             stop_after: None,
+            overrun: 0,
+            foreign_ids: false,
         }
     }
 }
@@ -117,8 +126,11 @@ impl Cloud for ScriptedCloud {
             });
         }
         let last = *request.ids.last().unwrap();
-        let ids: Vec<TokenId> = (0..request.max_tokens as TokenId)
-            .map(|i| self.offset + last + i)
+        let ids: Vec<TokenId> = (0..(request.max_tokens + self.overrun) as TokenId)
+            .map(|i| match self.foreign_ids {
+                true => TokenId::MAX - i,
+                false => self.offset + last + i,
+            })
             .collect();
         Ok(CloudReply {
             ids: Some(ids.clone()),
@@ -507,5 +519,40 @@ fn a_full_context_ends_the_reply_with_a_notice() {
             kind: NoticeKind::ContextFull,
             ..
         }
+    )));
+}
+
+#[test]
+fn an_answer_past_the_span_is_cut_to_it() {
+    let mut cloud = ScriptedCloud::new(1000);
+    cloud.overrun = 500;
+    let events = run(
+        &mut ScriptedEdge::new(|_| 5.0),
+        Some(&mut cloud),
+        CloudBudget::share(1.0),
+        10,
+    );
+    let (reason, usage) = finished(&events);
+    assert_eq!(reason, FinishReason::Length);
+    assert_eq!((usage.edge_tokens, usage.cloud_tokens), (0, 10));
+    assert_eq!(cloud.requests, 3, "spans of 4, 4 and the last 2");
+}
+
+#[test]
+fn ids_the_edge_does_not_know_fall_back_to_the_edge_token_with_a_notice() {
+    let mut cloud = ScriptedCloud::new(1000);
+    cloud.foreign_ids = true;
+    let events = run(
+        &mut ScriptedEdge::new(|_| 5.0),
+        Some(&mut cloud),
+        CloudBudget::share(1.0),
+        6,
+    );
+    let (reason, usage) = finished(&events);
+    assert_eq!(reason, FinishReason::Length);
+    assert_eq!((usage.edge_tokens, usage.cloud_tokens), (6, 0));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Notice { kind: NoticeKind::CloudError, message } if message.contains("does not know")
     )));
 }
