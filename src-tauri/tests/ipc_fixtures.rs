@@ -67,6 +67,7 @@ fn events() -> Vec<Event> {
         NoticeKind::TextPrompts,
         NoticeKind::ContextFull,
         NoticeKind::SpendNotSaved,
+        NoticeKind::SpendUnknown,
         NoticeKind::EngineError,
         NoticeKind::NotSaved,
     ] {
@@ -127,6 +128,7 @@ fn payloads() -> Value {
             usd: 0.01,
             edge_tokens: 900,
             cloud_tokens: 100,
+            unknown_before: false,
         },
         &budget,
     );

@@ -324,6 +324,25 @@ fn the_daily_spend_cap_holds_across_runs() {
         "the cap was spent by the first run: {second}"
     );
     assert_eq!(fake.requests(), requests_after_first);
+
+    // A ledger that cannot be read fails closed: no cloud until tomorrow, and the user is told.
+    std::fs::write(home.path().join("data/spend.json"), b"{not json").unwrap();
+    let output = generate(
+        home.path(),
+        &model,
+        &fake,
+        "Hi",
+        &["--max-tokens", "4", "--router", "cloud-only"],
+    )
+    .output()
+    .unwrap();
+    let events = json_events(&output);
+    assert!(
+        events.iter().any(|e| e["kind"] == "spend_unknown"),
+        "{events:?}"
+    );
+    assert_eq!(events.last().unwrap()["usage"]["cloud_requests"], 0);
+    assert_eq!(fake.requests(), requests_after_first);
 }
 
 #[test]

@@ -157,10 +157,22 @@ impl Chat<'_> {
     fn respond(&mut self, mode: ReplyMode, sink: &mut dyn EventSink) -> Result<Usage, ReplyError> {
         let prompt_text = self.engine.weights.chat_prompt(&self.messages)?;
         let prompt = self.edge.tokenize(&prompt_text, true);
+        let spent_today_usd = self.engine.spend.today_usd();
+        if spent_today_usd.is_infinite() && self.engine.budget.get().daily_spend_cap_usd.is_some() {
+            sink.emit(Event::Notice {
+                kind: NoticeKind::SpendUnknown,
+                message:
+                    "today's spend record was unreadable (kept beside it as spend.json.bad-…); \
+                          the daily cap counts as reached until tomorrow"
+                        .into(),
+            });
+        }
         let mut collect = ReplySink {
             inner: sink,
             reply: String::new(),
             spend: &self.engine.spend,
+            billed_usd: 0.0,
+            recorded: false,
         };
         let cloud_only = FixedRouter(1.0);
         let (router, budget, cloud) = match mode {
@@ -193,10 +205,18 @@ impl Chat<'_> {
             messages: &self.messages,
         };
         let options = DecodeOptions {
-            spent_today_usd: self.engine.spend.today_usd(),
+            spent_today_usd,
             ..self.engine.decode
         };
-        let usage = decode::generate(collaboration, &prompt, &options, &mut collect)?;
+        let usage = decode::generate(collaboration, &prompt, &options, &mut collect);
+        if usage.is_err() && !collect.recorded {
+            // The reply failed after the cloud answered: what it billed still counts.
+            collect.record(&Usage {
+                est_cost_usd: collect.billed_usd,
+                ..Usage::default()
+            });
+        }
+        let usage = usage?;
         self.messages.push(Message::assistant(collect.reply));
         Ok(usage)
     }
@@ -213,20 +233,29 @@ struct ReplySink<'a> {
     inner: &'a mut dyn EventSink,
     reply: String,
     spend: &'a SpendLedger,
+    /// What the cloud billed so far, for a reply that fails before it finishes.
+    billed_usd: f64,
+    recorded: bool,
+}
+
+impl ReplySink<'_> {
+    fn record(&mut self, usage: &Usage) {
+        self.recorded = true;
+        if let Err(e) = self.spend.add(usage) {
+            self.inner.emit(Event::Notice {
+                kind: NoticeKind::SpendNotSaved,
+                message: format!("could not record today's cloud spend: {e}"),
+            });
+        }
+    }
 }
 
 impl EventSink for ReplySink<'_> {
     fn emit(&mut self, event: Event) -> bool {
         match &event {
             Event::Token { text, .. } => self.reply.push_str(text),
-            Event::Finished { usage, .. } => {
-                if let Err(e) = self.spend.add(usage) {
-                    self.inner.emit(Event::Notice {
-                        kind: NoticeKind::SpendNotSaved,
-                        message: format!("could not record today's cloud spend: {e}"),
-                    });
-                }
-            }
+            Event::CloudRequest { cost_usd, .. } => self.billed_usd += cost_usd,
+            Event::Finished { usage, .. } => self.record(usage),
             _ => {}
         }
         self.inner.emit(event)

@@ -29,6 +29,8 @@ pub enum NoticeKind {
     ContextFull,
     /// Today's spend could not be written (the daily cap may undercount).
     SpendNotSaved,
+    /// Today's spend record was unreadable: the daily cap counts as reached until tomorrow.
+    SpendUnknown,
     /// The edge model failed; the reply ended early.
     EngineError,
     /// The conversation could not be saved (a full disk, say); the reply is still shown.

@@ -1,7 +1,10 @@
 //! Today's cloud use, kept on disk so the daily cap holds across replies and restarts, and
 //! the app's meter can show today's spend and cloud share.
 //!
-//! Days are UTC calendar days; a new day starts from zero.
+//! Days are UTC calendar days; a new day starts from zero. The ledger fails closed: a file
+//! that cannot be read is kept aside (`spend.json.bad-<seconds>`) and the rest of the day
+//! counts as over any cap, since what was spent before is unknown. Updates from several
+//! processes (the app and the CLI) take a lock on `spend.json.lock`.
 
 use crate::event::Usage;
 use serde::{Deserialize, Serialize};
@@ -20,6 +23,10 @@ pub struct DayUse {
     pub edge_tokens: u64,
     /// Reply tokens that came from the cloud that day.
     pub cloud_tokens: u64,
+    /// The ledger was unreadable that day: earlier spend is unknown, so a daily cap counts
+    /// as reached until the day ends.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unknown_before: bool,
 }
 
 impl DayUse {
@@ -54,10 +61,15 @@ impl SpendLedger {
         }
     }
 
-    /// What was spent today (0 for a missing or unreadable file: the cap is a guard, not a
-    /// reason to refuse to chat).
+    /// What was spent today, as the daily cap sees it: unbounded when the ledger was
+    /// unreadable today.
     pub fn today_usd(&self) -> f64 {
-        self.today().usd
+        let day = self.today();
+        if day.unknown_before {
+            f64::INFINITY
+        } else {
+            day.usd
+        }
     }
 
     /// Today's use.
@@ -66,14 +78,39 @@ impl SpendLedger {
     }
 
     fn read_day(&self, day: u64) -> DayUse {
-        std::fs::read(&self.path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<DayUse>(&bytes).ok())
-            .filter(|d| d.day == day)
-            .unwrap_or(DayUse {
-                day,
-                ..DayUse::default()
-            })
+        let fresh = DayUse {
+            day,
+            ..DayUse::default()
+        };
+        let read = match std::fs::read(&self.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return fresh,
+            Err(_) => None,
+            Ok(bytes) => serde_json::from_slice::<DayUse>(&bytes).ok(),
+        };
+        match read {
+            Some(d) if d.day == day => d,
+            Some(_) => fresh,
+            None => self.set_aside(day),
+        }
+    }
+
+    /// Keeps an unreadable ledger as `spend.json.bad-<seconds>` and starts today over as
+    /// unknown, so the cap holds until tomorrow.
+    fn set_aside(&self, day: u64) -> DayUse {
+        let seconds = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut kept = self.path.clone().into_os_string();
+        kept.push(format!(".bad-{seconds}"));
+        let _ = std::fs::rename(&self.path, kept);
+        let unknown = DayUse {
+            day,
+            unknown_before: true,
+            ..DayUse::default()
+        };
+        let json = serde_json::to_vec(&unknown).expect("spend serializes");
+        let _ = crate::atomic::write(&self.path, &json);
+        unknown
     }
 
     /// Adds a reply's use to today's totals.
@@ -82,6 +119,11 @@ impl SpendLedger {
     }
 
     fn add_on(&self, day: u64, usage: &Usage) -> std::io::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let lock = std::fs::File::create(self.path.with_extension("json.lock"))?;
+        lock.lock()?;
         let mut total = self.read_day(day);
         total.usd += usage.est_cost_usd.max(0.0);
         total.edge_tokens += u64::from(usage.edge_tokens);
@@ -120,14 +162,41 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_file_counts_as_nothing_spent_and_is_replaced() {
+    fn a_corrupt_file_is_kept_aside_and_caps_the_rest_of_the_day() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("spend.json"), b"{garbage").unwrap();
         let ledger = SpendLedger::new(dir.path());
-        assert_eq!(ledger.today_usd(), 0.0);
+        assert_eq!(ledger.today_usd(), f64::INFINITY);
+        let kept: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("spend.json.bad-"))
+            .collect();
+        assert_eq!(kept.len(), 1, "the bad file is kept for the user");
+        // Still unknown after more use today; a new day starts clean.
         ledger.add(&usage(0.2, 5, 5)).unwrap();
-        assert_eq!(ledger.today_usd(), 0.2);
+        assert_eq!(ledger.today_usd(), f64::INFINITY);
         assert_eq!(ledger.today().cloud_share(), 0.5);
+        assert!(!ledger.read_day(today() + 1).unknown_before);
+    }
+
+    #[test]
+    fn two_writers_lose_no_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers: Vec<_> = (0..4)
+            .map(|_| {
+                let ledger = SpendLedger::new(dir.path());
+                std::thread::spawn(move || {
+                    for _ in 0..25 {
+                        ledger.add_on(7, &usage(0.0, 1, 1)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(SpendLedger::new(dir.path()).read_day(7).cloud_tokens, 100);
     }
 
     #[test]

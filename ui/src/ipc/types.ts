@@ -46,6 +46,7 @@ export type NoticeKind =
   | "text_prompts"
   | "context_full"
   | "spend_not_saved"
+  | "spend_unknown"
   | "engine_error"
   /** The conversation could not be written. */
   | "not_saved";
@@ -56,6 +57,7 @@ export const NOTICE_KINDS = [
   "text_prompts",
   "context_full",
   "spend_not_saved",
+  "spend_unknown",
   "engine_error",
   "not_saved",
 ] as const satisfies readonly NoticeKind[];
