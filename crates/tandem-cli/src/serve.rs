@@ -7,7 +7,7 @@ use tandem_core::config::Config;
 use tandem_core::local::{default_threads, LocalOptions};
 use tandem_core::models;
 use tandem_core::paths::Paths;
-use tandem_serve::{ModelThread, ServeOptions};
+use tandem_serve::{Access, ModelThread, ServeOptions, API_KEY_VAR};
 
 /// Flags of `tandem serve`.
 #[derive(clap::Args, Debug)]
@@ -64,9 +64,14 @@ pub fn run(args: Args) -> Result<()> {
         prefix_reuse: !args.no_prefix_reuse,
     })
     .with_context(|| format!("loading {model}"))?;
-    tandem_serve::serve_until_interrupted(engine, addr, |bound| {
+    let access = Access::from_env();
+    tandem_serve::serve_until_interrupted(engine, addr, access.clone(), |bound| {
         let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "listening on http://{bound}/v1")?;
+        let key = match access.needs_key() {
+            true => format!(" (requests need the key in {API_KEY_VAR})"),
+            false => String::new(),
+        };
+        writeln!(stdout, "listening on http://{bound}/v1{key}")?;
         stdout.flush()
     })
     .with_context(|| format!("serving on {addr}"))

@@ -620,3 +620,84 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     // The app shows the latest evaluation.
     assert!(home.path().join("data/eval/latest/chart.svg").is_file());
 }
+
+#[test]
+fn serve_takes_only_json_from_key_holders_and_refuses_huge_bodies() {
+    let Some(model) = smollm2() else { return };
+    use std::io::BufRead;
+    let home = tempfile::tempdir().unwrap();
+    /// The server dies with the test, passed or failed.
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut server = Server(
+        tandem(home.path())
+            .args(["serve", "--port", "0", "--threads", "1", "--context", "512"])
+            .arg("--model")
+            .arg(&model)
+            .env("TANDEM_SERVE_API_KEY", "sk-local-test")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(server.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    assert!(line.contains("TANDEM_SERVE_API_KEY"), "{line}");
+    // A fresh connection per request: the server closes one whose body it refused to read.
+    let http = reqwest::blocking::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let root = base.trim_end_matches("/v1");
+    let status = |r: reqwest::blocking::RequestBuilder| r.send().unwrap().status().as_u16();
+
+    assert_eq!(status(http.get(format!("{root}/health"))), 200);
+    assert_eq!(status(http.get(format!("{base}/models"))), 401);
+    assert_eq!(
+        status(http.get(format!("{base}/models")).bearer_auth("sk-wrong")),
+        401
+    );
+    assert_eq!(
+        status(
+            http.get(format!("{base}/models"))
+                .bearer_auth("sk-local-test")
+        ),
+        200
+    );
+    // What any web page may send to 127.0.0.1 without asking first.
+    let page = http
+        .post(format!("{base}/completions"))
+        .bearer_auth("sk-local-test")
+        .header("Content-Type", "text/plain")
+        .body(r#"{"prompt":"hi","max_tokens":1}"#);
+    assert_eq!(status(page), 415);
+    let huge = format!(r#"{{"prompt":"{}","max_tokens":1}}"#, "a".repeat(3 << 20));
+    let huge = http
+        .post(format!("{base}/completions"))
+        .bearer_auth("sk-local-test")
+        .header("Content-Type", "application/json")
+        .body(huge)
+        .send();
+    // Refused from its Content-Length: the 413 arrives, or the connection closes while the
+    // client is still uploading. Either way the server read none of it and serves on.
+    if let Ok(response) = huge {
+        assert_eq!(response.status().as_u16(), 413);
+    }
+    let fine = http
+        .post(format!("{base}/completions"))
+        .bearer_auth("sk-local-test")
+        .json(&serde_json::json!({"prompt": "Hi", "max_tokens": 2}));
+    assert_eq!(status(fine), 200);
+}

@@ -1,9 +1,12 @@
 //! The HTTP face: OpenAI routes over the model thread, streaming or not.
 
-use crate::model_thread::{Finished, Job, JobPrompt, ModelThread, Output};
+use crate::guard::{self, error, Access, MAX_BODY};
+use crate::model_thread::{Finished, Job, JobPrompt, ModelThread, Output, Refused};
 use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
+use axum::middleware;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -22,8 +25,8 @@ use tandem_wire::{
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-/// The routes, over a started model thread.
-pub fn router(model: ModelThread) -> Router {
+/// The routes, over a started model thread, for those `access` lets in.
+pub fn router(model: ModelThread, access: Access) -> Router {
     Router::new()
         .route(
             "/health",
@@ -46,6 +49,8 @@ pub fn router(model: ModelThread) -> Router {
             )
         })
         .with_state(model)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(access, guard::authorize))
 }
 
 /// A server running on its own thread (for tests and the app's embedded stand-in).
@@ -74,7 +79,8 @@ impl Drop for Running {
     }
 }
 
-/// Binds `addr` and serves on a background thread until the handle is dropped.
+/// Binds `addr` and serves on a background thread until the handle is dropped; open to
+/// anyone on this machine (the app's stand-in, tests).
 pub fn start(model: ModelThread, addr: SocketAddr) -> std::io::Result<Running> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
@@ -90,7 +96,7 @@ pub fn start(model: ModelThread, addr: SocketAddr) -> std::io::Result<Running> {
             runtime.block_on(async move {
                 let listener =
                     tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                let _ = axum::serve(listener, router(model))
+                let _ = axum::serve(listener, router(model, Access::open()))
                     .with_graceful_shutdown(async {
                         let _ = stopped.await;
                     })
@@ -109,6 +115,7 @@ pub fn start(model: ModelThread, addr: SocketAddr) -> std::io::Result<Running> {
 pub fn serve_until_interrupted(
     model: ModelThread,
     addr: SocketAddr,
+    access: Access,
     listening: impl FnOnce(SocketAddr) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -118,7 +125,7 @@ pub fn serve_until_interrupted(
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         listening(listener.local_addr()?)?;
-        axum::serve(listener, router(model))
+        axum::serve(listener, router(model, access))
             .with_graceful_shutdown(shutdown_signal())
             .await
     })
@@ -140,10 +147,6 @@ async fn shutdown_signal() {
     let _ = interrupt.await;
 }
 
-fn error(status: StatusCode, message: impl std::fmt::Display, kind: &str) -> Response {
-    (status, Json(ErrorBody::new(message.to_string(), kind))).into_response()
-}
-
 fn bad_request(message: impl std::fmt::Display) -> Response {
     error(StatusCode::BAD_REQUEST, message, "invalid_request_error")
 }
@@ -153,17 +156,21 @@ fn unavailable(message: impl std::fmt::Display) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, message, "server_error")
 }
 
-/// A request body read as JSON, whatever its content type (clients often send none); one
-/// that cannot be read is answered with an OpenAI 400.
+/// A request body read as JSON (declared so, or undeclared as some clients send it); another
+/// content type is a 415, a body over [`MAX_BODY`] a 413, one that cannot be read a 400, all
+/// in OpenAI's error shape.
 struct WireBody<T>(T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for WireBody<T> {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        if let Some(refused) = guard::not_json(request.headers()) {
+            return Err(refused);
+        }
         let body = Bytes::from_request(request, state)
             .await
-            .map_err(IntoResponse::into_response)?;
+            .map_err(|e| error(e.status(), e.body_text(), "invalid_request_error"))?;
         serde_json::from_slice(&body)
             .map(WireBody)
             .map_err(|e| bad_request(format!("invalid request body: {e}")))
@@ -284,8 +291,10 @@ async fn run(
     endpoint: Endpoint,
 ) -> Response {
     let with_logprobs = job.logprobs.is_some();
-    if let Err(stopped) = model.complete(job) {
-        return unavailable(stopped);
+    match model.complete(job) {
+        Ok(()) => {}
+        Err(Refused::Busy) => return guard::busy(),
+        Err(Refused::Stopped(stopped)) => return unavailable(stopped),
     }
     let meta = Meta::new(&model.model_name, endpoint);
     if stream {

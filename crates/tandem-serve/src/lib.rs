@@ -9,10 +9,12 @@
 //! The JSON it reads and writes is `tandem-wire`'s, the same types Tandem's cloud client uses.
 //! The `tandem serve` command (flags, settings) lives in `tandem-cli`.
 
+mod guard;
 mod http;
 mod model_thread;
 mod stand_in;
 pub mod startup;
 
+pub use guard::{Access, API_KEY_VAR, MAX_BODY, MAX_WAITING};
 pub use http::{router, serve_until_interrupted, start, Running};
-pub use model_thread::{JobError, ModelThread, ServeOptions, StartError, Stopped};
+pub use model_thread::{JobError, ModelThread, Refused, ServeOptions, StartError, Stopped};

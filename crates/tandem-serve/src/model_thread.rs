@@ -5,7 +5,7 @@
 //! at the next token.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 use tandem_core::edge::{EdgeError, EdgeModel, Outputs};
@@ -83,6 +83,17 @@ pub enum StartError {
 #[error("the model thread has stopped")]
 pub struct Stopped;
 
+/// Why a completion was not queued.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+pub enum Refused {
+    /// [`crate::MAX_WAITING`] completions already wait behind the running one.
+    #[error("too many requests are waiting")]
+    Busy,
+    /// The model thread has stopped.
+    #[error(transparent)]
+    Stopped(#[from] Stopped),
+}
+
 /// Why a job produced no reply; its message is for the client.
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
@@ -151,6 +162,8 @@ enum ThreadRequest {
 #[derive(Clone)]
 pub struct ModelThread {
     sender: mpsc::Sender<ThreadRequest>,
+    /// Completions queued or running.
+    pending: Arc<AtomicUsize>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) model_name: String,
 }
@@ -162,6 +175,8 @@ impl ModelThread {
         let (ready_tx, ready_rx) = mpsc::channel();
         let counters = Arc::new(Counters::default());
         let thread_counters = counters.clone();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let thread_pending = pending.clone();
         let model_name = options.model_name.clone();
         std::thread::Builder::new()
             .name("tandem-serve-model".into())
@@ -189,6 +204,7 @@ impl ModelThread {
                                 edge.truncate(0);
                             }
                             run_job(&weights, &mut edge, job, &thread_counters);
+                            thread_pending.fetch_sub(1, Ordering::SeqCst);
                         }
                     }
                 }
@@ -196,16 +212,22 @@ impl ModelThread {
         ready_rx.recv().map_err(|_| StartError::Stopped)??;
         Ok(ModelThread {
             sender,
+            pending,
             counters,
             model_name,
         })
     }
 
-    /// Queues a completion.
-    pub fn complete(&self, job: Job) -> Result<(), Stopped> {
+    /// Queues a completion, unless [`crate::MAX_WAITING`] already wait behind the running one.
+    pub fn complete(&self, job: Job) -> Result<(), Refused> {
+        let ahead = self.pending.fetch_add(1, Ordering::SeqCst);
+        if ahead > crate::MAX_WAITING {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            return Err(Refused::Busy);
+        }
         self.sender
             .send(ThreadRequest::Complete(job))
-            .map_err(|_| Stopped)
+            .map_err(|_| Refused::Stopped(Stopped))
     }
 
     /// Tokenizes text with the served model's vocabulary.

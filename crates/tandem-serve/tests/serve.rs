@@ -184,3 +184,31 @@ fn streaming_chat_and_models_and_errors_speak_openai() {
         .unwrap();
     assert_eq!(out_of_vocab.status(), 400);
 }
+
+#[test]
+fn a_burst_beyond_the_queue_is_told_to_retry_instead_of_waiting() {
+    let Some(path) = model() else { return };
+    let server = serve(path, true);
+    let url = format!("{}/completions", server.base_url());
+    let burst: Vec<_> = (0..16)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let response = reqwest::blocking::Client::new()
+                    .post(&url)
+                    .json(&serde_json::json!({"prompt": "Tell me a story.", "max_tokens": 48}))
+                    .send()
+                    .unwrap();
+                let retry = response.headers().get("retry-after").cloned();
+                (response.status().as_u16(), retry)
+            })
+        })
+        .collect();
+    let answers: Vec<_> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    let busy: Vec<_> = answers.iter().filter(|(s, _)| *s == 503).collect();
+    let served = answers.iter().filter(|(s, _)| *s == 200).count();
+    assert!(!busy.is_empty(), "{answers:?}");
+    assert!(busy.iter().all(|(_, retry)| retry.is_some()), "{answers:?}");
+    assert!(served > tandem_serve::MAX_WAITING, "{answers:?}");
+    assert_eq!(busy.len() + served, 16, "{answers:?}");
+}
