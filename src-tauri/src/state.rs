@@ -24,23 +24,47 @@ pub struct Shared {
     pub engine: Arc<EngineLoader>,
     /// The reply being written, if any.
     pub current_reply: Mutex<Option<ReplyStopper>>,
+    /// Why the settings file was not used, if it was not.
+    settings_problem: Option<String>,
+}
+
+/// Moves an unusable settings file to `config.toml.bad-<seconds>`; says where it went.
+fn set_aside(path: &std::path::Path) -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut kept = path.as_os_str().to_owned();
+    kept.push(format!(".bad-{seconds}"));
+    let kept = std::path::PathBuf::from(kept);
+    match std::fs::rename(path, &kept) {
+        Ok(()) => format!("it was kept as {}", kept.display()),
+        Err(e) => {
+            format!("it could not be kept aside ({e}), so settings will not be saved over it")
+        }
+    }
 }
 
 impl Shared {
-    /// Reads the settings (a broken file is an error the UI shows; the defaults are used)
-    /// and starts loading the engine.
+    /// Reads the settings and starts loading the engine. A file that cannot be used is moved
+    /// aside (`config.toml.bad-<seconds>`) before anything could save over it, the defaults
+    /// are used, and the problem is returned (and shown by [`Shared::status`]).
     pub fn open(paths: Paths) -> (Arc<Shared>, Option<AppError>) {
-        let (config, problem) = match Config::load(&Config::default_path(&paths.config)) {
+        let path = Config::default_path(&paths.config);
+        let (config, problem) = match Config::load(&path) {
             Ok(config) => (config, None),
-            Err(e) => (
-                Config::default(),
-                Some(AppError::new(
-                    ErrorKind::InvalidInput,
-                    format!("{e}; using the default settings"),
-                )),
-            ),
+            Err(e) => {
+                let kept = set_aside(&path);
+                (
+                    Config::default(),
+                    Some(AppError::new(
+                        ErrorKind::InvalidInput,
+                        format!("{e}; {kept}; the default settings are in use"),
+                    )),
+                )
+            }
         };
         let shared = Arc::new(Shared {
+            settings_problem: problem.as_ref().map(|p| p.message.clone()),
             store: ConversationStore::new(&paths.data),
             config: Mutex::new(config.clone()),
             engine: Arc::new(EngineLoader::default()),
@@ -127,6 +151,7 @@ impl Shared {
             notices,
             engine,
             engine_error,
+            settings_problem: self.settings_problem.clone(),
         }
     }
 }

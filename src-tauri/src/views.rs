@@ -140,6 +140,9 @@ pub struct AppStatus {
     pub engine: EngineState,
     /// Why it failed, when it did.
     pub engine_error: Option<AppError>,
+    /// Why the settings file could not be used and where it was kept (the defaults are in
+    /// force): shown as a banner until dismissed.
+    pub settings_problem: Option<String>,
 }
 
 /// The cloud part of the settings.

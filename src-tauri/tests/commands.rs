@@ -90,6 +90,33 @@ fn test_model(file: &str) -> Option<std::path::PathBuf> {
 }
 
 #[test]
+fn a_broken_settings_file_is_kept_aside_named_in_the_status_and_never_saved_over() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "[budget]\nmax_shares = 0.2\n").unwrap();
+    let app = App::start(home.path());
+    let status = app.settled_status();
+    let problem = status["settings_problem"].as_str().unwrap();
+    assert!(problem.contains("max_shares"), "{problem}");
+    assert!(problem.contains("config.toml.bad-"), "{problem}");
+    let kept: Vec<_> = std::fs::read_dir(&config)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("config.toml.bad-"))
+        .collect();
+    assert_eq!(kept.len(), 1);
+    // Saving settings now writes a new file; the user's is untouched.
+    let mut settings = app.ok("settings_get", json!({}));
+    settings["threads"] = json!(1);
+    app.ok("settings_set", json!({"settings": settings}));
+    assert_eq!(
+        std::fs::read_to_string(&kept[0]).unwrap(),
+        "[budget]\nmax_shares = 0.2\n"
+    );
+}
+
+#[test]
 fn a_fresh_home_says_the_model_is_missing_and_keeps_conversations() {
     let home = tempfile::tempdir().unwrap();
     let app = App::start(home.path());

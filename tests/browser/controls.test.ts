@@ -105,6 +105,16 @@ describe("engine state", () => {
     await page.context().close();
   });
 
+  it("a settings file that could not be used stays on screen as a banner naming it", async () => {
+    const { page } = await openApp(browser, { query: "bad-settings=1" });
+    const banner = page.locator(".toast-error", { hasText: "max_shares" });
+    await banner.waitFor();
+    expect(await banner.textContent()).toContain("config.toml.bad-");
+    expect(await banner.getAttribute("role")).toBe("alert");
+    expect(await page.locator(".toast-error", { hasText: "max_shares" }).count()).toBe(1);
+    await page.context().close();
+  });
+
   it("shows the backend's startup notices once", async () => {
     const { page } = await openApp(browser, { query: "engine=loading&notice=1" });
     await expect.poll(() => page.locator(".composer-input").isDisabled(), { timeout: 6000 }).toBe(false);

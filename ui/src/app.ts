@@ -111,6 +111,11 @@ class App {
     this.budget = status.budget;
     this.topbar.showStatus(status);
     this.budgetControls.set(status.budget);
+    const problem = status.settings_problem;
+    if (problem && !this.shownNotices.has(problem)) {
+      this.shownNotices.add(problem);
+      showError({ kind: "invalid_input", message: problem }, "settings");
+    }
     for (const notice of status.notices) {
       if (this.shownNotices.has(notice)) continue;
       this.shownNotices.add(notice);

@@ -149,7 +149,7 @@ describe("fixtures written from the Rust types", () => {
       if (kind !== null) expect(ERROR_KINDS as readonly string[]).toContain(kind);
     },
     app_status: (v) => {
-      expectFields(v, "AppStatus", ["edge_model", "router", "cloud", "budget", "meter", "key", "notices", "engine", "engine_error"]);
+      expectFields(v, "AppStatus", ["edge_model", "router", "cloud", "budget", "meter", "key", "notices", "engine", "engine_error", "settings_problem"]);
       expect(["loading", "ready", "failed"]).toContain((v as { engine: string }).engine);
     },
   };

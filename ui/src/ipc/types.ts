@@ -183,6 +183,8 @@ export type AppStatus = {
   notices: string[];
   engine: EngineState;
   engine_error: AppError | null;
+  /** Why the settings file was not used and where it was kept; the defaults are in force. */
+  settings_problem: string | null;
 };
 
 // ---- Settings ----------------------------------------------------------------------------

@@ -169,6 +169,9 @@ export function installMockBackend(): void {
       notices: params.has("notice") ? ["spend file was unreadable; today's spend starts at $0"] : [],
       engine,
       engine_error: engine === "failed" ? { kind: "model_corrupt", message: "sha256 mismatch for qwen2.5-coder-0.5b.gguf" } : null,
+      settings_problem: params.has("bad-settings")
+        ? "config.toml is not valid: unknown field `max_shares`; it was kept as config.toml.bad-1764000000; the default settings are in use"
+        : null,
     };
   };
 
