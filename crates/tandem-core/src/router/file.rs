@@ -314,6 +314,14 @@ impl RouterFile {
         if mean.len() != std.len() {
             return Err(format!("{MEAN} and {STD} differ in length"));
         }
+        if mean.is_empty() {
+            return Err(format!("{MEAN} is empty: the router reads no input"));
+        }
+        if mean.iter().any(|m| !m.is_finite()) || std.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(format!(
+                "{MEAN} must be finite and {STD} finite and above 0"
+            ));
+        }
         let mut layers = Vec::new();
         let mut inputs = mean.len();
         while let Ok((shape, weight)) = get(&weight_name(layers.len())) {
@@ -323,6 +331,12 @@ impl RouterFile {
                     "layer {} has shape {shape:?}, expected [{}, {inputs}]",
                     layers.len(),
                     bias.len()
+                ));
+            }
+            if weight.iter().chain(&bias).any(|v| !v.is_finite()) {
+                return Err(format!(
+                    "layer {} holds a value that is not finite",
+                    layers.len()
                 ));
             }
             inputs = shape[0];
@@ -477,6 +491,32 @@ pub(crate) mod tests {
         parts.tensors.retain(|(name, _, _)| name != STD);
         let err = refusal(&parts);
         assert!(err.contains("missing tensor 'norm.std'"), "{err}");
+
+        // Crafted shapes and values are refused, not a panic or NaN scores later.
+        let empty = router_file(
+            FeatureLayout::Signals,
+            &[],
+            &[],
+            &[(vec![vec![]], vec![0.0])],
+            &[],
+        );
+        assert!(refusal(&empty.parts()).contains("is empty"));
+        let zero_std = router_file(
+            FeatureLayout::Signals,
+            &[0.0; 3],
+            &[1.0, 0.0, 1.0],
+            &[(vec![vec![1.0, 1.0, 1.0]], vec![0.0])],
+            &[],
+        );
+        assert!(refusal(&zero_std.parts()).contains("above 0"));
+        let nan_weight = router_file(
+            FeatureLayout::Signals,
+            &[0.0; 3],
+            &[1.0; 3],
+            &[(vec![vec![1.0, f32::NAN, 1.0]], vec![0.0])],
+            &[],
+        );
+        assert!(refusal(&nan_weight.parts()).contains("not finite"));
     }
 
     #[test]
