@@ -386,16 +386,22 @@ impl Reply<'_, '_> {
         Ok(CloudOutcome::Continued { tokens: kept, next })
     }
 
+    /// A failure streak is told once when it starts (what went wrong, the local token was
+    /// used) and once if it makes the reply give up on the cloud (with the reason again), so
+    /// the give-up is not preceded by a copy of the same error.
     fn cloud_failed(&mut self, error: &CloudError, sink: &mut dyn EventSink) {
         self.cloud_failures += 1;
-        sink.emit(Event::Notice {
-            kind: NoticeKind::CloudError,
-            message: format!("{error}; used the local token instead"),
-        });
         if self.cloud_failures == MAX_CLOUD_FAILURES {
             sink.emit(Event::Notice {
                 kind: NoticeKind::CloudUnavailable,
-                message: "the cloud failed repeatedly; finishing this reply locally".into(),
+                message: format!(
+                    "the cloud failed {MAX_CLOUD_FAILURES} times in a row ({error}); finishing this reply locally"
+                ),
+            });
+        } else if self.cloud_failures == 1 {
+            sink.emit(Event::Notice {
+                kind: NoticeKind::CloudError,
+                message: format!("{error}; used the local token instead"),
             });
         }
     }
