@@ -615,6 +615,15 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         cloud_only.iter().filter(|r| r["correct"] == true).count(),
         3
     );
+    // Each reply carries its router's score at every token, in [0, 1].
+    for reply in replies.iter().filter(|r| r["router"] == "entropy") {
+        let scores = reply["scores"].as_array().unwrap();
+        let tokens = reply["cloud_tokens"].as_u64().unwrap() as usize;
+        assert!(scores.len() >= tokens.max(1), "{reply}");
+        assert!(scores
+            .iter()
+            .all(|s| (0.0..=1.0).contains(&s.as_f64().unwrap())));
+    }
     let svg = std::fs::read_to_string(out.join("chart.svg")).unwrap();
     assert!(svg.contains("entropy") && svg.contains("margin") && svg.contains("cloud-only"));
     // The app shows the latest evaluation.

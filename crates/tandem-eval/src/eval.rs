@@ -172,6 +172,10 @@ pub struct ReplyRecord {
     pub correct: bool,
     /// Reply tokens from the cloud.
     pub cloud_tokens: u32,
+    /// The router's score at each token of the reply, to see which positions a router ranks
+    /// first (the answer's letter, or the wording around it).
+    #[serde(default)]
+    pub scores: Vec<f32>,
 }
 
 /// What [`evaluate`] measured.
@@ -261,10 +265,15 @@ pub fn evaluate(
         for k in 0..count {
             let run = &mut runs[(q + k) % count];
             let mut reply = String::new();
+            let mut scores = Vec::new();
             let mut failures = 0u64;
             let mut sink = |event: Event| {
                 match event {
-                    Event::Token { text, .. } => reply.push_str(&text),
+                    Event::Token { text, score, .. } => {
+                        reply.push_str(&text);
+                        // Four decimals keep replies.jsonl small.
+                        scores.push((score * 1e4).round() / 1e4);
+                    }
                     Event::CloudRequest { ok: false, .. } => failures += 1,
                     _ => {}
                 }
@@ -308,6 +317,7 @@ pub fn evaluate(
                 reply,
                 correct,
                 cloud_tokens: usage.cloud_tokens,
+                scores,
             });
         }
         progress(q + 1, rows.len());
