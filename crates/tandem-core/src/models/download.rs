@@ -1,4 +1,6 @@
-//! Direct downloads over HTTP(S): resumable with a `Range` request, with progress.
+//! Direct downloads over HTTP(S): resumable with a `Range` request, with progress. A
+//! server that stops sending ends the attempt after [`STALL`] instead of holding the pull
+//! forever; the bytes received stay in the partial file for the next attempt.
 
 use super::PullProgress;
 use reqwest::blocking::Client;
@@ -9,12 +11,18 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
-/// Downloads `url` into `partial`, continuing from what `partial` already holds. Returns a
-/// sentence for the user on failure; the partial file is kept for the next attempt.
+/// How long a download may go without receiving a byte (reqwest's blocking timeout bounds
+/// the connection, the headers and each read of the body).
+pub(super) const STALL: Duration = Duration::from_secs(30);
+
+/// Downloads `url` into `partial`, continuing from what `partial` already holds; `stall`
+/// bounds each wait for bytes. Returns a sentence for the user on failure; the partial file
+/// is kept for the next attempt.
 pub(super) fn fetch(
     url: &str,
     partial: &Path,
     total: u64,
+    stall: Duration,
     progress: &mut dyn FnMut(PullProgress),
 ) -> Result<(), String> {
     let mut have = partial.metadata().map_or(0, |m| m.len());
@@ -23,7 +31,7 @@ pub(super) fn fetch(
     }
     let client = Client::builder()
         .connect_timeout(Duration::from_secs(10))
-        .timeout(None)
+        .timeout(stall)
         .build()
         .map_err(|e| e.to_string())?;
     let mut request = client.get(url);
@@ -81,14 +89,18 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::{pull, CatalogueEntry};
+    use super::{fetch, Duration};
     use sha2::{Digest, Sha256};
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
 
     /// An HTTP server on 127.0.0.1 that serves `body`, honours `Range`, and cuts the first
-    /// response off halfway, as a dropped connection would. Returns its URL and the Range
-    /// headers it saw.
-    fn flaky_server(body: Vec<u8>) -> (String, std::sync::mpsc::Receiver<Option<String>>) {
+    /// response off halfway, as a dropped connection would, after holding the connection
+    /// open for `hold` (a stalled server). Returns its URL and the Range headers it saw.
+    fn flaky_server(
+        body: Vec<u8>,
+        hold: Duration,
+    ) -> (String, std::sync::mpsc::Receiver<Option<String>>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/model.gguf", listener.local_addr().unwrap());
         let (seen, ranges) = std::sync::mpsc::channel();
@@ -126,44 +138,73 @@ mod tests {
                 stream.write_all(head.as_bytes()).unwrap();
                 let cut = if n == 0 { rest.len() / 2 } else { rest.len() };
                 stream.write_all(&rest[..cut]).unwrap();
+                if n == 0 {
+                    std::thread::sleep(hold);
+                }
             }
         });
         (url, ranges)
     }
 
-    #[test]
-    fn an_interrupted_download_resumes_where_it_stopped_and_is_verified() {
-        let body: Vec<u8> = (0..300_000u32).flat_map(|i| i.to_le_bytes()).collect();
-        let (url, ranges) = flaky_server(body.clone());
-        let entry = CatalogueEntry {
+    fn entry(body: &[u8], url: String) -> CatalogueEntry {
+        CatalogueEntry {
             name: "test-model".into(),
             role: "test".into(),
             file: "model.gguf".into(),
             bytes: body.len() as u64,
-            sha256: hex::encode(Sha256::digest(&body)),
+            sha256: hex::encode(Sha256::digest(body)),
             url: Some(url),
             packages: Vec::new(),
-        };
+        }
+    }
+
+    fn body() -> Vec<u8> {
+        (0..300_000u32).flat_map(|i| i.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn an_interrupted_download_resumes_where_it_stopped_and_is_verified() {
+        let body = body();
+        let (url, ranges) = flaky_server(body.clone(), Duration::ZERO);
         let dir = tempfile::tempdir().unwrap();
         let mut last = None;
-        let err = pull(&entry, dir.path(), &mut |p| last = Some(p))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("pull again to resume"), "{err}");
-        let kept = std::fs::metadata(dir.path().join("model.gguf.part"))
-            .unwrap()
-            .len();
-        assert_eq!(kept, body.len() as u64 / 2);
-
-        let path = pull(&entry, dir.path(), &mut |p| last = Some(p)).unwrap();
+        // One pull: the dropped connection is resumed at once, not left to the user.
+        let path = pull(&entry(&body, url), dir.path(), &mut |p| last = Some(p)).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), body);
         assert_eq!(last.unwrap().done, body.len() as u64);
         assert_eq!(ranges.recv().unwrap(), None);
         assert_eq!(
             ranges.recv().unwrap(),
-            Some(kept.to_string()),
+            Some((body.len() / 2).to_string()),
             "the second request resumed"
         );
         assert!(!dir.path().join("model.gguf.part").exists());
+    }
+
+    #[test]
+    fn a_stalled_server_ends_the_attempt_and_keeps_what_arrived() {
+        let body = body();
+        let (url, _ranges) = flaky_server(body.clone(), Duration::from_secs(20));
+        let dir = tempfile::tempdir().unwrap();
+        let partial = dir.path().join("model.gguf.part");
+        let started = std::time::Instant::now();
+        let err = fetch(
+            &url,
+            &partial,
+            body.len() as u64,
+            Duration::from_millis(300),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "waited {:?} on a silent server",
+            started.elapsed()
+        );
+        assert!(err.contains("pull again to resume"), "{err}");
+        assert_eq!(
+            std::fs::metadata(&partial).unwrap().len(),
+            body.len() as u64 / 2
+        );
     }
 }

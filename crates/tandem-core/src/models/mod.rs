@@ -168,6 +168,9 @@ pub struct PullProgress {
     pub total: u64,
 }
 
+/// Attempts of one pull at a direct download, each resuming the last.
+const DOWNLOAD_ATTEMPTS: u32 = 3;
+
 /// Fetches a catalogue model into `models_dir` (no-op if a verified copy is there) and
 /// returns its path.
 pub fn pull(
@@ -189,10 +192,23 @@ pub fn pull(
     let source = std::env::var("TANDEM_MODEL_SOURCE").unwrap_or_default();
     let mut failures = Vec::new();
     if let Some(url) = entry.url.as_deref().filter(|_| source != "packages") {
-        // A failed download keeps its partial file, so the next pull resumes it.
-        match download::fetch(url, &partial, entry.bytes, progress) {
-            Ok(()) => return install(entry, &partial, &target),
-            Err(detail) => failures.push(format!("{url}: {detail}")),
+        // A failed download keeps its partial file and is resumed at once while attempts
+        // make progress (a dropped connection, a stalled server); what is left when the
+        // pull gives up is resumed by the next pull.
+        let mut attempts = 0;
+        loop {
+            let before = partial.metadata().map_or(0, |m| m.len());
+            match download::fetch(url, &partial, entry.bytes, download::STALL, progress) {
+                Ok(()) => return install(entry, &partial, &target),
+                Err(detail) => {
+                    attempts += 1;
+                    let grew = partial.metadata().map_or(0, |m| m.len()) > before;
+                    if !grew || attempts == DOWNLOAD_ATTEMPTS {
+                        failures.push(format!("{url}: {detail}"));
+                        break;
+                    }
+                }
+            }
         }
     }
     if !entry.packages.is_empty() && source != "url" {
