@@ -195,19 +195,16 @@ pub fn pull(
         // A failed download keeps its partial file and is resumed at once while attempts
         // make progress (a dropped connection, a stalled server); what is left when the
         // pull gives up is resumed by the next pull.
-        let mut attempts = 0;
-        loop {
-            let before = partial.metadata().map_or(0, |m| m.len());
+        let held = || partial.metadata().map_or(0, |m| m.len());
+        for attempt in 1..=DOWNLOAD_ATTEMPTS {
+            let before = held();
             match download::fetch(url, &partial, entry.bytes, download::STALL, progress) {
                 Ok(()) => return install(entry, &partial, &target),
-                Err(detail) => {
-                    attempts += 1;
-                    let grew = partial.metadata().map_or(0, |m| m.len()) > before;
-                    if !grew || attempts == DOWNLOAD_ATTEMPTS {
-                        failures.push(format!("{url}: {detail}"));
-                        break;
-                    }
+                Err(detail) if held() <= before || attempt == DOWNLOAD_ATTEMPTS => {
+                    failures.push(format!("{url}: {detail}"));
+                    break;
                 }
+                Err(_) => {}
             }
         }
     }
