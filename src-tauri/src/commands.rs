@@ -18,7 +18,7 @@ use tandem_core::engine::ReplyMode;
 use tandem_core::event::Event;
 use tandem_core::history::{Conversation, ConversationSummary};
 use tandem_core::models::{self, ModelStatus};
-use tandem_core::secrets;
+use tandem_core::secrets::{self, KeyError};
 use tauri::ipc::Channel;
 use tauri::State;
 
@@ -191,31 +191,65 @@ pub fn cloud_presets() -> Result<Vec<CloudPreset>> {
     Ok(CLOUD_PRESETS.to_vec())
 }
 
-/// Checks an endpoint, key and model before they are saved.
+/// Checks an endpoint, key and model before they are saved: with `key` when one is typed,
+/// else with the key saved for that endpoint's origin (never another's).
 #[tauri::command]
-pub async fn cloud_test(state: AppState<'_>, cloud: CloudSettingsView) -> Result<TestResult> {
+pub async fn cloud_test(
+    state: AppState<'_>,
+    cloud: CloudSettingsView,
+    key: Option<String>,
+) -> Result<TestResult> {
     let shared = Arc::clone(&state);
-    blocking(move || connection::test(&shared, cloud)).await
+    let key = key.and_then(ApiKey::new);
+    blocking(move || connection::test(&shared, cloud, key)).await
 }
 
-/// Stores the API key in the OS keyring; it is never sent back.
+/// Where the key of the cloud at `url` is (as the settings dialog has it, not yet saved).
 #[tauri::command(async)]
-pub fn key_set(state: AppState<'_>, key: String) -> Result<KeyStatus> {
+pub fn key_status(url: String) -> Result<KeyStatus> {
+    Ok(KeyStatus::read(endpoint(&url).ok()))
+}
+
+/// Stores the API key of the cloud at `url` in the OS keyring, bound to its origin; it is
+/// never sent back, nor to another origin.
+#[tauri::command(async)]
+pub fn key_set(state: AppState<'_>, url: String, key: String) -> Result<KeyStatus> {
     let key = ApiKey::new(key)
         .ok_or_else(|| AppError::new(ErrorKind::InvalidInput, "the key is empty"))?;
-    secrets::store_api_key(&key)
-        .map_err(|e| AppError::new(ErrorKind::KeyringUnavailable, e.to_string()))?;
+    let cloud = endpoint(&url)?;
+    secrets::store_api_key(cloud, &key).map_err(key_error)?;
     state.restart_engine();
-    Ok(KeyStatus::read())
+    Ok(KeyStatus::read(Some(cloud)))
 }
 
-/// Removes the API key from the OS keyring.
+/// Removes the API key of the cloud at `url` from the OS keyring.
 #[tauri::command(async)]
-pub fn key_clear(state: AppState<'_>) -> Result<KeyStatus> {
-    secrets::delete_api_key()
-        .map_err(|e| AppError::new(ErrorKind::KeyringUnavailable, e.to_string()))?;
+pub fn key_clear(state: AppState<'_>, url: String) -> Result<KeyStatus> {
+    let cloud = endpoint(&url)?;
+    secrets::delete_api_key(cloud).map_err(key_error)?;
     state.restart_engine();
-    Ok(KeyStatus::read())
+    Ok(KeyStatus::read(Some(cloud)))
+}
+
+/// The cloud a key is for: a URL, not the local stand-in (which needs none).
+fn endpoint(url: &str) -> Result<&str> {
+    Some(url.trim())
+        .filter(|u| !u.is_empty() && *u != "none")
+        .ok_or_else(|| {
+            AppError::new(
+                ErrorKind::InvalidInput,
+                "enter the cloud's URL first: a key is saved for the endpoint it is sent to",
+            )
+        })
+}
+
+fn key_error(e: KeyError) -> AppError {
+    match e {
+        KeyError::Keyring(_) => AppError::new(ErrorKind::KeyringUnavailable, e.to_string()),
+        KeyError::Url(_) | KeyError::PlainHttp(_) => {
+            AppError::new(ErrorKind::InvalidInput, e.to_string())
+        }
+    }
 }
 
 /// The chart of the latest `tandem eval` on this machine (SVG text), if there is one.

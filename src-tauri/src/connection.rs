@@ -1,14 +1,16 @@
-//! "Test connection": asks an endpoint for its models with the stored key and says, in one
-//! word and one sentence, whether replies would work.
+//! "Test connection": asks an endpoint for its models and says, in one word and one
+//! sentence, whether replies would work. It sends the key typed in the dialog, else the key
+//! saved for that endpoint's origin: a URL being tried out never receives another's key.
 
 use crate::error::ErrorKind;
 use crate::state::Shared;
 use crate::views::{CloudSettingsView, TestResult};
-use tandem_core::cloud::{CloudClient, CloudConfig};
+use tandem_core::cloud::{ApiKey, CloudClient, CloudConfig};
 use tandem_core::config::CloudSettings;
+use tandem_core::secrets;
 
-/// Tests `cloud` as the settings dialog has it (not yet saved).
-pub fn test(shared: &Shared, cloud: CloudSettingsView) -> TestResult {
+/// Tests `cloud` as the settings dialog has it (not yet saved), with `typed_key` if given.
+pub fn test(shared: &Shared, cloud: CloudSettingsView, typed_key: Option<ApiKey>) -> TestResult {
     let url = match cloud.url.trim().trim_end_matches('/') {
         "none" => {
             return failed(
@@ -34,6 +36,12 @@ pub fn test(shared: &Shared, cloud: CloudSettingsView) -> TestResult {
         ..CloudSettings::default()
     };
     let (mut config, _) = CloudConfig::from_settings(&url, &settings);
+    if let Some(key) = typed_key {
+        match secrets::may_carry_key(&url) {
+            true => config.api_key = Some(key),
+            false => return failed(ErrorKind::InvalidInput, &secrets::plain_http_refusal(&url)),
+        }
+    }
     config.max_retries = 0;
     let checked = CloudClient::new(config).and_then(|client| client.check());
     match checked {

@@ -47,6 +47,7 @@ pub fn build<R: Runtime>(builder: Builder<R>, paths: Paths) -> tauri::Result<App
             commands::settings_set,
             commands::cloud_presets,
             commands::cloud_test,
+            commands::key_status,
             commands::key_set,
             commands::key_clear,
             commands::evaluation_latest,

@@ -147,7 +147,7 @@ impl Shared {
             cloud: cloud.unwrap_or_else(|| CloudInfo::new(&config, config.cloud.wants_stand_in())),
             budget: config.budget,
             meter: self.meter(),
-            key: KeyStatus::read(),
+            key: KeyStatus::read(config.cloud.endpoint()),
             notices,
             engine,
             engine_error,

@@ -54,21 +54,31 @@ impl CloudInfo {
     }
 }
 
-/// Where the API key is, shown without the key.
+/// Where the API key of one cloud is, shown without the key.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KeyStatus {
     /// "keyring", "environment" or "none".
     pub source: &'static str,
     /// The last characters, e.g. `…abcd`.
     pub masked: Option<String>,
-    /// Why the keyring could not be read, if it could not.
+    /// The origin a keyring key is saved for (and the only one it is sent to).
+    pub origin: Option<String>,
+    /// Why the keyring could not be read, or why the key is not sent, if so.
     pub keyring_problem: Option<String>,
 }
 
 impl KeyStatus {
-    /// Looks the key up now.
-    pub fn read() -> Self {
-        let lookup = secrets::api_key();
+    /// Looks up now the key of the cloud at `url` (none for the local stand-in or no cloud).
+    pub fn read(url: Option<&str>) -> Self {
+        let Some(url) = url else {
+            return Self {
+                source: "none",
+                masked: None,
+                origin: None,
+                keyring_problem: None,
+            };
+        };
+        let lookup = secrets::api_key(url);
         let (source, masked) = match &lookup.key {
             Some((key, KeySource::Keyring)) => ("keyring", Some(key.masked())),
             Some((key, KeySource::Environment)) => ("environment", Some(key.masked())),
@@ -77,7 +87,13 @@ impl KeyStatus {
         Self {
             source,
             masked,
-            keyring_problem: lookup.keyring_problem,
+            origin: secrets::origin(url).ok(),
+            keyring_problem: lookup.withheld.or(lookup.keyring_problem.map(|p| {
+                format!(
+                    "the OS keyring is unavailable ({p}); set {} instead",
+                    secrets::API_KEY_VAR
+                )
+            })),
         }
     }
 }

@@ -207,12 +207,13 @@ fn test_connection_tells_unreachable_wrong_key_and_unknown_model_apart() {
     let home = tempfile::tempdir().unwrap();
     let app = App::start(home.path());
     let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
-    let test = |url: &str, model: Option<&str>| {
+    let test_with = |url: &str, model: Option<&str>, key: Option<&str>| {
         app.ok(
             "cloud_test",
-            json!({"cloud": {"url": url, "model": model, "mode": "completions"}}),
+            json!({"cloud": {"url": url, "model": model, "mode": "completions"}, "key": key}),
         )
     };
+    let test = |url: &str, model: Option<&str>| test_with(url, model, None);
     let ok = test(&fake.base_url(), None);
     assert_eq!(
         (ok["ok"].clone(), ok["kind"].clone()),
@@ -227,6 +228,29 @@ fn test_connection_tells_unreachable_wrong_key_and_unknown_model_apart() {
     assert_eq!(test(&url, None)["kind"], "cloud_unreachable");
     let locked = FakeCloud::start(Script::cycle(&["x"]).requiring_key("sk-right")).unwrap();
     assert_eq!(test(&locked.base_url(), None)["kind"], "cloud_wrong_key");
+    // A key typed in the dialog is tried without being saved, on that URL only.
+    let typed = test_with(&locked.base_url(), None, Some("sk-right"));
+    assert_eq!(typed["ok"], true, "{typed}");
+    let asked = fake.recorded();
+    assert!(asked.iter().all(|r| r.authorization.is_none()), "{asked:?}");
+    // Never in the clear to another machine: refused before anything is sent.
+    let clear = test_with("http://10.255.255.1:8000/v1", None, Some("sk-right"));
+    assert_eq!(clear["kind"], "invalid_input", "{clear}");
+    assert!(clear["message"].as_str().unwrap().contains("plain http"));
+    // The key status and key commands name the endpoint.
+    let status = app.ok("key_status", json!({"url": locked.base_url()}));
+    assert_eq!(
+        (status["source"].clone(), status["masked"].clone()),
+        (json!("none"), Value::Null)
+    );
+    assert_eq!(
+        status["origin"],
+        format!("http://127.0.0.1:{}", locked.port())
+    );
+    assert_eq!(
+        app.error_kind("key_set", json!({"url": "", "key": "sk-right"})),
+        "invalid_input"
+    );
 
     // No evaluation yet; then the chart `tandem eval` leaves is what the app shows.
     assert_eq!(app.ok("evaluation_latest", json!({})), Value::Null);

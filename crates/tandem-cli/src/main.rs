@@ -38,10 +38,7 @@ enum Command {
     /// Chat interactively (multi-turn; /budget to change the cloud share).
     Chat(chat::Args),
     /// Store, check or remove the cloud API key in the OS keyring.
-    Key {
-        #[command(subcommand)]
-        action: key::Action,
-    },
+    Key(key::Args),
     /// Serve a model as an OpenAI-compatible API on 127.0.0.1.
     Serve(serve::Args),
     /// Download question-answering data sets (for training and evaluation).
@@ -61,7 +58,7 @@ fn main() -> std::process::ExitCode {
         Command::Models { action } => models::run(action),
         Command::Generate(args) => generate::run(args),
         Command::Chat(args) => chat::run(args),
-        Command::Key { action } => key::run(action),
+        Command::Key(args) => key::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Data { action } => data::run(action),
         Command::TrainRouter(args) => train_router::run(args),

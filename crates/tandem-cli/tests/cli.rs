@@ -188,7 +188,7 @@ fn models_list_shows_the_catalogue() {
 }
 
 #[test]
-fn a_stored_key_survives_a_restart_and_is_never_printed_whole() {
+fn a_stored_key_survives_a_restart_and_goes_only_to_its_origin() {
     if std::env::var_os("TANDEM_TEST_KEYRING").is_none() {
         eprintln!("skipped: set TANDEM_TEST_KEYRING inside a D-Bus session with a Secret Service (scripts/test.sh does)");
         return;
@@ -196,8 +196,15 @@ fn a_stored_key_survives_a_restart_and_is_never_printed_whole() {
     use std::io::Write;
     let home = tempfile::tempdir().unwrap();
     let secret = "sk-test-3f9a1c77d2e8b5a4";
-    let mut set = tandem(home.path())
-        .args(["key", "set"])
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"]).requiring_key(secret)).unwrap();
+    // Another endpoint on this machine: same host, another port, so another origin.
+    let elsewhere = FakeCloud::start(Script::cycle(&[" sand"])).unwrap();
+    let key = |args: &[&str]| {
+        let mut command = tandem(home.path());
+        command.arg("key").args(args);
+        command
+    };
+    let mut set = key(&["set", "--url", &fake.base_url()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -210,33 +217,47 @@ fn a_stored_key_survives_a_restart_and_is_never_printed_whole() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    // A new process finds it in the keyring.
-    let status = tandem(home.path())
-        .args(["key", "status"])
+    // A new process finds it in the keyring, for that endpoint only.
+    let status = key(&["status", "--url", &fake.base_url()])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&status.stdout);
-    assert!(text.contains("in the OS keyring (…b5a4)"), "{text}");
-    assert!(!text.contains(secret));
-    // And sends it: the fake cloud accepts only that key.
-    if let Some(model) = smollm2() {
-        let fake = FakeCloud::start(Script::cycle(&[" ocean"]).requiring_key(secret)).unwrap();
-        let output = generate(
-            home.path(),
-            &model,
-            &fake,
-            "Hi",
-            &[
-                "--max-tokens",
-                "8",
-                "--budget",
-                "1",
-                "--router",
-                "cloud-only",
-            ],
-        )
+    assert!(
+        text.contains("in the OS keyring for http://127.0.0.1:"),
+        "{text}"
+    );
+    assert!(text.contains("(…b5a4)") && !text.contains(secret), "{text}");
+    let status = key(&["status", "--url", &elsewhere.base_url()])
         .output()
         .unwrap();
+    assert!(String::from_utf8_lossy(&status.stdout).contains("no API key"));
+    // Without a URL and without a configured cloud, the key has no endpoint to belong to.
+    let unbound = key(&["status"]).output().unwrap();
+    assert!(!unbound.status.success());
+    assert!(String::from_utf8_lossy(&unbound.stderr).contains("--url"));
+    // A plain-http endpoint on another machine never gets one.
+    let mut clear_text = key(&["set", "--url", "http://10.0.0.2:8000/v1"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(clear_text.stdin.take().unwrap(), "{secret}").unwrap();
+    let refused = clear_text.wait_with_output().unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("only sent over https"));
+    if let Some(model) = smollm2() {
+        let flags = [
+            "--max-tokens",
+            "8",
+            "--budget",
+            "1",
+            "--router",
+            "cloud-only",
+        ];
+        // Its own endpoint gets the key: the fake accepts only that key.
+        let output = generate(home.path(), &model, &fake, "Hi", &flags)
+            .output()
+            .unwrap();
         let all = format!(
             "{}{}",
             String::from_utf8_lossy(&output.stdout),
@@ -245,11 +266,21 @@ fn a_stored_key_survives_a_restart_and_is_never_printed_whole() {
         assert!(!all.contains(secret), "the key leaked into the output");
         assert!(!all.contains("cloud_error"), "{all}");
         assert!(fake.requests() > 0);
+        // Another origin, listening on this machine, is asked without it.
+        let output = generate(home.path(), &model, &elsewhere, "Hi", &flags)
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        let asked = elsewhere.recorded();
+        assert!(!asked.is_empty());
+        assert!(
+            asked.iter().all(|r| r.authorization.is_none()),
+            "another origin received an Authorization header"
+        );
     }
-    let cleared = tandem(home.path()).args(["key", "clear"]).output().unwrap();
+    let cleared = key(&["clear", "--url", &fake.base_url()]).output().unwrap();
     assert!(String::from_utf8_lossy(&cleared.stdout).contains("removed"));
-    let status = tandem(home.path())
-        .args(["key", "status"])
+    let status = key(&["status", "--url", &fake.base_url()])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&status.stdout).contains("no API key"));

@@ -1,13 +1,20 @@
-//! Where the cloud API key lives: the OS keyring (Keychain, Credential Manager, Secret
-//! Service), or the `TANDEM_CLOUD_API_KEY` environment variable, which wins so scripts and CI
-//! need no keyring. The key is never written to settings, logs or events.
+//! Where the cloud API key lives, and where it may go.
+//!
+//! A key is saved in the OS keyring (Keychain, Credential Manager, Secret Service) for one
+//! origin (`https://host:port`), and only requests to that origin carry it: a typed-in URL,
+//! a redirect or a test of another endpoint never sees it. A key never travels over plain
+//! `http://` unless the endpoint is this machine. `TANDEM_CLOUD_API_KEY` wins over the
+//! keyring so scripts and CI need none; it holds the key of whatever cloud the process is
+//! pointed at, under the same plain-http rule. The key is never written to settings, logs or
+//! events.
 
-use crate::cloud::ApiKey;
+use crate::cloud::{is_on_this_machine, ApiKey};
 
 /// The environment variable holding the cloud API key.
 pub const API_KEY_VAR: &str = "TANDEM_CLOUD_API_KEY";
 const SERVICE: &str = "tandem";
-const ACCOUNT: &str = "cloud-api-key";
+/// The keyring account of a key is this prefix and the origin it was saved for.
+const ACCOUNT_PREFIX: &str = "cloud-api-key ";
 
 /// Where a key was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,62 +25,153 @@ pub enum KeySource {
     Keyring,
 }
 
-/// The outcome of looking for the key.
+/// The outcome of looking for the key of one endpoint.
 #[derive(Debug, Clone, Default)]
 pub struct KeyLookup {
     /// The key and where it came from.
     pub key: Option<(ApiKey, KeySource)>,
     /// Why the keyring could not be read, when it could not.
     pub keyring_problem: Option<String>,
+    /// Why a key that exists is not sent to this endpoint (plain http to another machine).
+    pub withheld: Option<String>,
 }
 
-/// Why the keyring refused a change.
+/// Why a key cannot be saved, found or removed.
 #[derive(Debug, thiserror::Error)]
-#[error("the OS keyring is unavailable ({0}); set {API_KEY_VAR} instead")]
-pub struct KeyringError(String);
-
-fn entry() -> Result<keyring::Entry, KeyringError> {
-    keyring::Entry::new(SERVICE, ACCOUNT).map_err(|e| KeyringError(e.to_string()))
+pub enum KeyError {
+    /// The keyring refused.
+    #[error("the OS keyring is unavailable ({0}); set {API_KEY_VAR} instead")]
+    Keyring(String),
+    /// The URL names no origin a key could be bound to.
+    #[error("'{0}' is not an http(s) URL: a key is saved for the cloud URL it is used with")]
+    Url(String),
+    /// The key would only ever travel in the clear.
+    #[error("a key is only sent over https (or to this machine); {0} is plain http")]
+    PlainHttp(String),
 }
 
-/// Finds the key: the environment first, then the keyring.
-pub fn api_key() -> KeyLookup {
+/// The origin of `url` (`scheme://host[:port]`, as browsers compare them), if it is http(s).
+pub fn origin(url: &str) -> Result<String, KeyError> {
+    let parsed = reqwest::Url::parse(url.trim()).map_err(|_| KeyError::Url(url.to_owned()))?;
+    match parsed.scheme() {
+        "http" | "https" if parsed.host().is_some() => Ok(parsed.origin().ascii_serialization()),
+        _ => Err(KeyError::Url(url.to_owned())),
+    }
+}
+
+/// Whether a key may travel to `url`: https, or plain http to this machine.
+pub fn may_carry_key(url: &str) -> bool {
+    url.trim().to_ascii_lowercase().starts_with("https://") || is_on_this_machine(url)
+}
+
+fn entry(origin: &str) -> Result<keyring::Entry, KeyError> {
+    keyring::Entry::new(SERVICE, &format!("{ACCOUNT_PREFIX}{origin}"))
+        .map_err(|e| KeyError::Keyring(e.to_string()))
+}
+
+/// The key to send to `url`: the environment first, then the keyring entry saved for its
+/// origin; none over plain http to another machine.
+pub fn api_key(url: &str) -> KeyLookup {
+    let mut lookup = find(url);
+    if lookup.key.is_some() && !may_carry_key(url) {
+        lookup.key = None;
+        lookup.withheld = Some(plain_http_refusal(url));
+    }
+    lookup
+}
+
+/// What the user is told when a key is kept from `url`.
+pub fn plain_http_refusal(url: &str) -> String {
+    format!("the API key is not sent to {url}: it is plain http to another machine (use https)")
+}
+
+fn find(url: &str) -> KeyLookup {
     if let Some(key) = std::env::var(API_KEY_VAR).ok().and_then(ApiKey::new) {
         return KeyLookup {
             key: Some((key, KeySource::Environment)),
-            keyring_problem: None,
+            ..KeyLookup::default()
         };
     }
-    let problem = |p: String| KeyLookup {
-        key: None,
-        keyring_problem: Some(p),
+    let Ok(origin) = origin(url) else {
+        return KeyLookup::default();
     };
-    let entry = match entry() {
+    let problem = |p: String| KeyLookup {
+        keyring_problem: Some(p),
+        ..KeyLookup::default()
+    };
+    let entry = match entry(&origin) {
         Ok(entry) => entry,
-        Err(KeyringError(p)) => return problem(p),
+        Err(e) => return problem(e.to_string()),
     };
     match entry.get_password() {
         Ok(secret) => KeyLookup {
             key: ApiKey::new(secret).map(|k| (k, KeySource::Keyring)),
-            keyring_problem: None,
+            ..KeyLookup::default()
         },
         Err(keyring::Error::NoEntry) => KeyLookup::default(),
         Err(e) => problem(e.to_string()),
     }
 }
 
-/// Stores the key in the OS keyring.
-pub fn store_api_key(key: &ApiKey) -> Result<(), KeyringError> {
-    entry()?
+/// Saves `key` in the OS keyring for `url`'s origin; refused for plain http to another
+/// machine, where it would never be sent.
+pub fn store_api_key(url: &str, key: &ApiKey) -> Result<(), KeyError> {
+    let origin = origin(url)?;
+    if !may_carry_key(url) {
+        return Err(KeyError::PlainHttp(origin));
+    }
+    entry(&origin)?
         .set_password(key.expose())
-        .map_err(|e| KeyringError(e.to_string()))
+        .map_err(|e| KeyError::Keyring(e.to_string()))
 }
 
-/// Removes the key from the OS keyring; `false` if there was none.
-pub fn delete_api_key() -> Result<bool, KeyringError> {
-    match entry()?.delete_credential() {
+/// Removes the key saved for `url`'s origin; `false` if there was none.
+pub fn delete_api_key(url: &str) -> Result<bool, KeyError> {
+    match entry(&origin(url)?)?.delete_credential() {
         Ok(()) => Ok(true),
         Err(keyring::Error::NoEntry) => Ok(false),
-        Err(e) => Err(KeyringError(e.to_string())),
+        Err(e) => Err(KeyError::Keyring(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_bound_to_scheme_host_and_port() {
+        assert_eq!(
+            origin("https://OpenRouter.ai/api/v1").unwrap(),
+            "https://openrouter.ai"
+        );
+        assert_eq!(
+            origin("http://127.0.0.1:8081/v1").unwrap(),
+            "http://127.0.0.1:8081"
+        );
+        assert_eq!(
+            origin("https://api.example:443/v1").unwrap(),
+            "https://api.example"
+        );
+        assert_ne!(
+            origin("http://127.0.0.1:8081/v1").unwrap(),
+            origin("http://127.0.0.1:8082/v1").unwrap()
+        );
+        for bad in ["none", "", "file:///etc/passwd", "openrouter.ai/api"] {
+            assert!(matches!(origin(bad), Err(KeyError::Url(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn plain_http_carries_a_key_only_on_this_machine() {
+        assert!(may_carry_key("https://openrouter.ai/api/v1"));
+        assert!(may_carry_key("http://127.0.0.1:8081/v1"));
+        assert!(may_carry_key("http://localhost/v1"));
+        assert!(!may_carry_key("http://10.0.0.2:8000/v1"));
+        assert!(!may_carry_key("http://api.example/v1"));
+        let key = ApiKey::new("sk-x").unwrap();
+        assert!(matches!(
+            store_api_key("http://10.0.0.2:8000/v1", &key),
+            Err(KeyError::PlainHttp(o)) if o == "http://10.0.0.2:8000"
+        ));
     }
 }

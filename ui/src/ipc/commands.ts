@@ -44,6 +44,7 @@ export const COMMANDS = [
   "settings_set",
   "cloud_presets",
   "cloud_test",
+  "key_status",
   "key_set",
   "key_clear",
   "models_list",
@@ -100,9 +101,12 @@ export const meter = () => call<Meter>("meter");
 export const settingsGet = () => call<Settings>("settings_get");
 export const settingsSet = (settings: Settings) => call<Settings>("settings_set", { settings });
 export const cloudPresets = () => call<CloudPreset[]>("cloud_presets");
-export const cloudTest = (cloud: CloudSettings) => call<TestResult>("cloud_test", { cloud });
-export const keySet = (key: string) => call<KeyStatus>("key_set", { key });
-export const keyClear = () => call<KeyStatus>("key_clear");
+/** Tests an endpoint with `key` when one is typed, else with the key saved for its origin. */
+export const cloudTest = (cloud: CloudSettings, key: string | null) => call<TestResult>("cloud_test", { cloud, key });
+/** Keys are saved for, and only sent to, the origin of the cloud URL they are set with. */
+export const keyStatus = (url: string) => call<KeyStatus>("key_status", { url });
+export const keySet = (url: string, key: string) => call<KeyStatus>("key_set", { url, key });
+export const keyClear = (url: string) => call<KeyStatus>("key_clear", { url });
 export const modelsList = () => call<ModelStatus[]>("models_list");
 export const modelPull = (name: string, onProgress: (e: PullEvent) => void) =>
   call<null>("model_pull", { name, onProgress: new Channel<PullEvent>(onProgress) });

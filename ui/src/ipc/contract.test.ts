@@ -123,7 +123,7 @@ describe("fixtures written from the Rust types", () => {
       }
     },
     conversation_summary: (v) => expectFields(v, "ConversationSummary", ["id", "title", "updated_ms", "local_only", "preview"]),
-    key_status: (v) => expectFields(v, "KeyStatus", ["source", "masked", "keyring_problem"]),
+    key_status: (v) => expectFields(v, "KeyStatus", ["source", "masked", "origin", "keyring_problem"]),
     meter: (v) => expectFields(v, "Meter", ["spent_today_usd", "cap_usd", "today_edge_tokens", "today_cloud_tokens"]),
     model_status: (v) => expectFields(v, "ModelStatus", ["name", "role", "bytes", "pulled"]),
     models: (v) => (v as unknown[]).forEach((m) => expectFields(m, "ModelStatus", ["name", "role", "bytes", "pulled"])),

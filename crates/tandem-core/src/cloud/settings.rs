@@ -8,19 +8,22 @@ use std::time::Duration;
 
 impl CloudConfig {
     /// The configuration for the endpoint `url` as `settings` describe it (model, mode,
-    /// timeout), with the stored API key. The notice says why no key could be read, when that
-    /// matters: a cloud on this machine (the local stand-in) needs none.
+    /// timeout), with the API key saved for its origin. The notice says why no key is sent,
+    /// when that matters: one withheld from plain http, or a keyring that cannot be read (a
+    /// cloud on this machine, like the local stand-in, needs none).
     pub fn from_settings(url: &str, settings: &CloudSettings) -> (CloudConfig, Option<String>) {
-        let lookup = secrets::api_key();
-        let notice = lookup
-            .keyring_problem
-            .filter(|_| !is_on_this_machine(url))
-            .map(|problem| {
-                format!(
-                    "the OS keyring is unavailable ({problem}); set {} to send an API key",
-                    secrets::API_KEY_VAR
-                )
-            });
+        let lookup = secrets::api_key(url);
+        let notice = lookup.withheld.or_else(|| {
+            lookup
+                .keyring_problem
+                .filter(|_| !is_on_this_machine(url))
+                .map(|problem| {
+                    format!(
+                        "the OS keyring is unavailable ({problem}); set {} to send an API key",
+                        secrets::API_KEY_VAR
+                    )
+                })
+        });
         let mut config = CloudConfig::new(url);
         config.model = settings.model.clone();
         config.mode = settings.mode;

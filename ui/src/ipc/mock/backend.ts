@@ -129,7 +129,28 @@ export function installMockBackend(): void {
   const evaluation = params.get("eval") === "none" ? null : EVALUATION_SVG; // "none": `tandem eval` never ran
   // The user of the browser tests priced the cloud and set a daily cap; see ipc_fixtures.rs.
   let budget = firstAnswer<CloudBudget>("budget_set");
-  let key: KeyStatus = { source: "none", masked: null, keyring_problem: params.has("keyring") ? "no secret service on the session bus" : null };
+  // Keys by the origin they were saved for, as the keyring holds them.
+  const keys = new Map<string, string>();
+  const keyringProblem = params.has("keyring")
+    ? "the OS keyring is unavailable (no secret service on the session bus); set TANDEM_CLOUD_API_KEY instead"
+    : null;
+  const originOf = (url: string): string | null => {
+    try {
+      return /^https?:$/.test(new URL(url).protocol) ? new URL(url).origin : null;
+    } catch {
+      return null;
+    }
+  };
+  const keyStatus = (url: string): KeyStatus => {
+    const origin = originOf(url);
+    const masked = origin ? (keys.get(origin) ?? null) : null;
+    return { source: masked ? "keyring" : "none", masked, origin, keyring_problem: origin ? keyringProblem : null };
+  };
+  const endpoint = (url: unknown): string => {
+    const u = String(url).trim();
+    if (!originOf(u)) throw { kind: "invalid_input", message: "enter the cloud's URL first: a key is saved for the endpoint it is sent to" };
+    return u;
+  };
   let settings = firstAnswer<Settings>("settings_get");
   const meter = { spent_today_usd: 0.0123, cap_usd: budget.daily_spend_cap_usd, today_edge_tokens: 830, today_cloud_tokens: 120 };
   const models: ModelStatus[] = [
@@ -165,7 +186,7 @@ export function installMockBackend(): void {
       cloud: { url: null, label: "local stand-in", model: "qwen2.5-coder-1.5b", mode: settings.cloud.mode, stand_in: true },
       budget,
       meter,
-      key,
+      key: keyStatus(settings.cloud.url),
       notices: params.has("notice") ? ["spend file was unreadable; today's spend starts at $0"] : [],
       engine,
       engine_error: engine === "failed" ? { kind: "model_corrupt", message: "sha256 mismatch for qwen2.5-coder-0.5b.gguf" } : null,
@@ -337,14 +358,20 @@ export function installMockBackend(): void {
         if (cloud.model === "missing") return result("cloud_model_not_found", "no model named missing");
         return result(null, "answered in 84 ms", ["qwen2.5-1.5b-instruct", "qwen2.5-7b-instruct"]);
       }
+      case "key_status":
+        return keyStatus(String(args.url));
       case "key_set": {
-        const k = String(args.key);
-        key = { source: "keyring", masked: `…${k.slice(-4)}`, keyring_problem: key.keyring_problem };
-        return key;
+        const url = endpoint(args.url);
+        const k = String(args.key).trim();
+        if (!k) throw { kind: "invalid_input", message: "the key is empty" };
+        keys.set(originOf(url)!, `…${k.slice(-4)}`);
+        return keyStatus(url);
       }
-      case "key_clear":
-        key = { source: "none", masked: null, keyring_problem: key.keyring_problem };
-        return key;
+      case "key_clear": {
+        const url = endpoint(args.url);
+        keys.delete(originOf(url)!);
+        return keyStatus(url);
+      }
       case "models_list":
         return structuredClone(models);
       case "model_pull": {
