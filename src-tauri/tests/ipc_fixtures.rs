@@ -33,7 +33,7 @@ fn events() -> Vec<Event> {
         Event::Started {
             edge_model: "qwen2.5-coder-0.5b".into(),
             cloud: Some("http://127.0.0.1:8081/v1".into()),
-            router: "entropy".into(),
+            router: "margin".into(),
             prompt_tokens: 24,
         },
         Event::CloudRequest {
@@ -137,7 +137,7 @@ fn payloads() -> Value {
         "conversation_summary": conversation.summary(),
         "conversation": conversation,
         "cloud_info": CloudInfo::new(&config, true),
-        "key_status": KeyStatus { source: "keyring", masked: Some("…abcd".into()), keyring_problem: None },
+        "key_status": KeyStatus { source: "keyring", masked: Some("…abcd".into()), origin: Some("https://openrouter.ai".into()), keyring_problem: None },
         "meter": meter,
         "budget": budget,
         "settings": SettingsView::of(&config),
@@ -318,7 +318,11 @@ fn transcript() -> Vec<Exchange> {
     untidy["threads"] = json!(0);
     r.call("settings_set", json!({ "settings": untidy }))
         .unwrap();
-    r.call("key_set", json!({"key": "  "})).unwrap_err();
+    r.call(
+        "key_set",
+        json!({"url": "https://openrouter.ai/api/v1", "key": "  "}),
+    )
+    .unwrap_err();
     r.exchanges
 }
 

@@ -23,7 +23,7 @@ async function openSettings(page: Page) {
 }
 
 describe("settings", () => {
-  it("a preset fills URL and mode; the saved key is shown only masked", async () => {
+  it("a preset fills URL and mode; the key is saved for that endpoint and shown only masked", async () => {
     const { page } = await openApp(browser);
     const dialog = await openSettings(page);
     await dialog.locator("#cloud-preset").selectOption({ label: "OpenRouter (needs key)" });
@@ -34,21 +34,33 @@ describe("settings", () => {
     await dialog.locator("#api-key").fill(secret);
     await dialog.locator("#save-key").click();
     await expect.poll(() => dialog.locator("#key-status").textContent()).toContain("…abcd");
-    expect((await callsOf(page, "key_set"))[0]!.args).toEqual({ key: secret });
+    expect(await dialog.locator("#key-status").textContent()).toContain("for https://openrouter.ai");
+    expect((await callsOf(page, "key_set"))[0]!.args).toEqual({ url: "https://openrouter.ai/api/v1", key: secret });
     expect(await dialog.locator("#api-key").inputValue()).toBe("");
     const everything = await page.evaluate(() => document.documentElement.outerHTML);
     expect(everything).not.toContain("0123456789secret");
 
+    // Another endpoint typed in does not have it.
+    await dialog.locator("#cloud-url").fill("https://api.example.com/v1");
+    await dialog.locator("#cloud-url").blur();
+    await expect.poll(() => dialog.locator("#key-status").textContent()).toContain("No key stored for https://api.example.com");
+    await dialog.locator("#cloud-url").fill("https://openrouter.ai/api/v1");
+    await dialog.locator("#cloud-url").blur();
+    await expect.poll(() => dialog.locator("#key-status").textContent()).toContain("…abcd");
+
     await dialog.locator("#clear-key").click();
     await expect.poll(() => dialog.locator("#key-status").textContent()).toContain("No key stored");
-    expect(await callsOf(page, "key_clear")).toHaveLength(1);
+    expect((await callsOf(page, "key_clear"))[0]!.args).toEqual({ url: "https://openrouter.ai/api/v1" });
     await page.context().close();
   });
 
   it("says the environment variable still works when the keyring cannot be used", async () => {
     const { page } = await openApp(browser, { query: "keyring=broken" });
     const dialog = await openSettings(page);
+    await dialog.locator("#cloud-url").fill("https://openrouter.ai/api/v1");
+    await dialog.locator("#cloud-url").blur();
     const warning = dialog.locator("#key-status .warning");
+    await warning.waitFor();
     expect(await warning.textContent()).toContain("no secret service");
     expect(await warning.textContent()).toContain("TANDEM_CLOUD_API_KEY");
     await page.context().close();
@@ -78,7 +90,12 @@ describe("settings", () => {
     await expect.poll(() => result.textContent()).toContain("Connected");
     expect(await result.textContent()).toContain("qwen2.5-1.5b-instruct");
     const tested = await callsOf(page, "cloud_test");
-    expect(tested.at(-1)!.args).toEqual({ cloud: { url: "http://127.0.0.1:8080/v1", model: null, mode: "completions" } });
+    expect(tested.at(-1)!.args).toEqual({ cloud: { url: "http://127.0.0.1:8080/v1", model: null, mode: "completions" }, key: null });
+    // A key typed but not saved is what the test sends, for this URL only.
+    await dialog.locator("#api-key").fill("sk-typed-1234");
+    await dialog.locator("#test-connection").click();
+    await expect.poll(async () => (await callsOf(page, "cloud_test")).length).toBe(tested.length + 1);
+    expect((await callsOf(page, "cloud_test")).at(-1)!.args.key).toBe("sk-typed-1234");
     await page.context().close();
   });
 
@@ -99,10 +116,11 @@ describe("settings", () => {
     const { page } = await openApp(browser);
     const dialog = await openSettings(page);
     // Each router says in one line what it does; the default one first.
-    expect(await dialog.locator("#router-kind").inputValue()).toBe("entropy");
+    expect(await dialog.locator("#router-kind").inputValue()).toBe("margin");
     expect(await dialog.locator("#router-hint").textContent()).toContain("The default");
-    await dialog.locator("#router-kind").selectOption("margin");
     expect(await dialog.locator("#router-hint").textContent()).toContain("two best next tokens are nearly tied");
+    await dialog.locator("#router-kind").selectOption("entropy");
+    expect(await dialog.locator("#router-hint").textContent()).toContain("most spread out");
     await dialog.locator("#threads").fill("4");
     await dialog.locator("#spend-cap").fill("2.5");
     await dialog.locator("#price-in").fill("0.2");
@@ -114,12 +132,12 @@ describe("settings", () => {
       edge: "qwen2.5-coder-0.5b",
       threads: 4,
       cloud: { url: "", model: null, mode: "completions" },
-      router: { kind: "margin" },
+      router: { kind: "entropy" },
     });
     const budget = (await callsOf(page, "budget_set")).at(-1)!.args.budget as Record<string, unknown>;
     expect(budget.daily_spend_cap_usd).toBe(2.5);
     expect(budget.prices).toEqual({ input_per_mtok: 0.2, output_per_mtok: 0.8 });
-    await expect.poll(() => page.locator(".router").textContent()).toBe("margin");
+    await expect.poll(() => page.locator(".router").textContent()).toBe("entropy");
     await page.context().close();
   });
 
@@ -184,7 +202,7 @@ describe("settings", () => {
     expect(await toast.locator(".toast-kind").textContent()).toBe("storage");
     expect(await toast.textContent()).toContain("router evaluation: permission denied reading eval/latest.svg");
     expect(await dialog.locator("#evaluation").textContent()).toBe("");
-    expect(await dialog.locator("#router-kind").inputValue()).toBe("entropy");
+    expect(await dialog.locator("#router-kind").inputValue()).toBe("margin");
     await page.context().close();
   });
 

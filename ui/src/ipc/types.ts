@@ -170,6 +170,9 @@ export type CloudInfo = {
 export type KeyStatus = {
   source: "keyring" | "environment" | "none";
   masked: string | null;
+  /** The origin a keyring key is saved for: the only one it is ever sent to. */
+  origin: string | null;
+  /** Why the keyring could not be read, or why the key is not sent (plain http). */
   keyring_problem: string | null;
 };
 export type EngineState = "loading" | "ready" | "failed";

@@ -34,8 +34,8 @@ const TEST_LABELS: Partial<Record<ErrorKind, string>> = {
 
 /** Each router in one line: what it looks at to pick the tokens the cloud writes. */
 export const ROUTER_HINTS: Record<RouterKind, string> = {
-  entropy: "The default: asks the cloud where the local model's next-token distribution is most spread out.",
-  margin: "Asks the cloud where the local model's two best next tokens are nearly tied.",
+  entropy: "Asks the cloud where the local model's next-token distribution is most spread out.",
+  margin: "The default: asks the cloud where the local model's two best next tokens are nearly tied (a choice between answers).",
   mlp: "A small network trained on multiple-choice answers for the default models; strongest there, weaker in chat.",
   "edge-only": "Never asks the cloud: every token is written on this machine.",
   "cloud-only": "Asks the cloud for every token, within the budget: the most accurate and the most expensive.",
@@ -107,9 +107,12 @@ export class SettingsDialog {
       if (!p) return;
       this.url.value = p.url;
       this.mode.value = p.mode;
+      void this.refreshKey();
       if (p.needs_key) this.keyInput.focus();
     });
     this.edge.addEventListener("change", () => this.renderPull());
+    // A key belongs to one endpoint: show the one saved for the URL as typed.
+    this.url.addEventListener("change", () => void this.refreshKey());
 
     this.dialog = modal(
       "settings",
@@ -196,26 +199,32 @@ export class SettingsDialog {
   }
 
   private renderKey(key: KeyStatus): void {
-    const where = key.source === "keyring" ? "saved in the system keyring" : key.source === "environment" ? "from TANDEM_CLOUD_API_KEY" : "";
+    const where =
+      key.source === "keyring" ? `saved in the system keyring for ${key.origin ?? "this endpoint"}` : key.source === "environment" ? "from TANDEM_CLOUD_API_KEY" : "";
+    const none = key.origin ? `No key stored for ${key.origin}.` : "No cloud URL: the local stand-in needs no key.";
     replace(
       this.keyStatus,
-      key.masked ? h("span", {}, "Key ", h("code", { className: "masked-key" }, key.masked), ` ${where}`) : h("span", {}, "No key stored."),
-      key.keyring_problem
-        ? h("div", { className: "warning" }, `Keyring: ${key.keyring_problem}. The environment variable TANDEM_CLOUD_API_KEY still works.`)
-        : null,
+      key.masked ? h("span", {}, "Key ", h("code", { className: "masked-key" }, key.masked), ` ${where}`) : h("span", {}, none),
+      key.keyring_problem ? h("div", { className: "warning" }, key.keyring_problem) : null,
     );
+  }
+
+  private async refreshKey(): Promise<void> {
+    const status = await attempt(() => ipc.keyStatus(this.url.value.trim()), "API key");
+    if (status) this.renderKey(status);
   }
 
   private async saveKey(): Promise<void> {
     const key = this.keyInput.value.trim();
     if (!key) return;
-    const status = await attempt(() => ipc.keySet(key), "API key");
+    const status = await attempt(() => ipc.keySet(this.url.value.trim(), key), "API key");
+    if (!status) return; // the toast says why; the typed key stays for another try
     this.keyInput.value = ""; // never keep the secret on screen
-    if (status) this.renderKey(status);
+    this.renderKey(status);
   }
 
   private async clearKey(): Promise<void> {
-    const status = await attempt(ipc.keyClear, "API key");
+    const status = await attempt(() => ipc.keyClear(this.url.value.trim()), "API key");
     if (status) this.renderKey(status);
   }
 
@@ -228,7 +237,7 @@ export class SettingsDialog {
     this.testResult.className = "test-result pending";
     this.testResult.textContent = "Testing…";
     try {
-      const r = await ipc.cloudTest(this.cloud());
+      const r = await ipc.cloudTest(this.cloud(), this.keyInput.value.trim() || null);
       this.testResult.className = `test-result result-${r.kind ?? "ok"}`;
       replace(
         this.testResult,
