@@ -287,6 +287,40 @@ fn a_stored_key_survives_a_restart_and_goes_only_to_its_origin() {
 }
 
 #[test]
+fn what_a_killed_save_left_behind_is_swept_at_start_and_the_saved_files_stay() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let conversations = home.path().join("data/conversations");
+    std::fs::create_dir_all(&conversations).unwrap();
+    let stray = conversations.join(".tandem-Xy12ab.tmp");
+    let saved = conversations.join("c1.json");
+    for path in [&stray, &saved] {
+        std::fs::write(path, b"{").unwrap();
+        let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(an_hour_ago)
+            .unwrap();
+    }
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let output = generate(home.path(), &model, &fake, "Hi", &["--max-tokens", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !stray.exists(),
+        "the leftover temporary file is still there"
+    );
+    assert!(saved.exists());
+}
+
+#[test]
 fn a_wrong_key_is_a_notice_and_the_reply_finishes_locally() {
     let Some(model) = smollm2() else { return };
     let home = tempfile::tempdir().unwrap();

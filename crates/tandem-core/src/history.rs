@@ -281,6 +281,11 @@ impl ConversationStore {
         }
     }
 
+    /// The folder the conversations are in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn path(&self, id: &str) -> Result<PathBuf, HistoryError> {
         // Ids come from the UI: only ours (digits, letters, dashes) may name a file.
         let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');

@@ -3,6 +3,8 @@
 //! `TANDEM_HOME` puts all three under one folder instead, which keeps tests and CI runs
 //! apart from a user's real files.
 
+use crate::atomic;
+use crate::history::ConversationStore;
 use directories::ProjectDirs;
 use std::path::PathBuf;
 
@@ -46,6 +48,20 @@ impl Paths {
     /// Where downloaded models live.
     pub fn models(&self) -> PathBuf {
         self.data.join("models")
+    }
+
+    /// Removes the temporary files killed writes left in the folders Tandem writes
+    /// atomically (settings, spend ledger, conversations); returns how many.
+    pub fn sweep_stray_temp_files(&self) -> usize {
+        let conversations = ConversationStore::new(&self.data);
+        [
+            self.config.as_path(),
+            self.data.as_path(),
+            conversations.dir(),
+        ]
+        .into_iter()
+        .map(atomic::sweep)
+        .sum()
     }
 
     /// Where `tandem eval` leaves its latest results and chart, for the app to show.

@@ -59,6 +59,7 @@ pub struct Prepared {
 /// loading), then starts the stand-in when no cloud is configured and points the settings at
 /// it.
 pub fn prepare(mut config: Config, paths: &Paths) -> Result<Prepared, ModelError> {
+    paths.sweep_stray_temp_files();
     let edge_path = models::resolve(&config.edge, &paths.models())?;
     let (stand_in, notice) = stand_in::attach(&mut config, paths);
     Ok(Prepared {
