@@ -161,21 +161,24 @@ impl Config {
         config_dir.join("config.toml")
     }
 
+    /// Reads settings from the text of a settings file, checked as every front end checks
+    /// them; the error names the key and the problem.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        config
+            .budget
+            .validate()
+            .map_err(|e| format!("[budget]: {e}"))?;
+        Ok(config)
+    }
+
     /// Reads settings; a missing file gives the defaults.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => {
-                let invalid = |message: String| ConfigError::Invalid {
-                    path: path.to_owned(),
-                    message,
-                };
-                let config: Config = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-                config
-                    .budget
-                    .validate()
-                    .map_err(|e| invalid(format!("[budget]: {e}")))?;
-                Ok(config)
-            }
+            Ok(text) => Config::parse(&text).map_err(|message| ConfigError::Invalid {
+                path: path.to_owned(),
+                message,
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
             Err(source) => Err(ConfigError::Io {
                 path: path.to_owned(),
@@ -227,5 +230,29 @@ mod tests {
         std::fs::write(&path, "[budget]\nmax_share = nan\n").unwrap();
         let err = Config::load(&path).unwrap_err().to_string();
         assert!(err.contains("between 0 and 1"), "{err}");
+    }
+
+    proptest::proptest! {
+        /// Whatever a settings file holds (a damaged real one, or any key with any value),
+        /// reading it is a config or a message, and a config read is one the budget accepts.
+        #[test]
+        fn any_settings_text_is_a_config_or_a_message(
+            at in 0usize..4096,
+            byte in proptest::num::u8::ANY,
+            section in proptest::sample::select(vec!["", "[budget]", "[cloud]", "[router]", "[sampling]", "[serve]"]),
+            key in "[a-z_]{1,16}",
+            value in proptest::sample::select(vec!["nan", "inf", "-inf", "-1", "1e40", "0.5", "\"x\"", "[]", "{}", "true", "\"\\u0000\""]),
+        ) {
+            let mut text = toml::to_string(&Config::default()).unwrap().into_bytes();
+            let at = at % text.len();
+            text[at] = byte;
+            let damaged = String::from_utf8_lossy(&text).into_owned();
+            let added = format!("{section}\n{key} = {value}\n");
+            for candidate in [damaged, added] {
+                if let Ok(config) = Config::parse(&candidate) {
+                    proptest::prop_assert!(config.budget.validate().is_ok());
+                }
+            }
+        }
     }
 }

@@ -518,4 +518,38 @@ mod tests {
             "{md}"
         );
     }
+
+    proptest::proptest! {
+        /// A conversation file damaged on disk (a byte changed, dropped or cut) loads as a
+        /// conversation or a clear error, and whatever loads can be listed, shown and exported.
+        #[test]
+        fn a_damaged_conversation_file_loads_or_is_a_clear_error(
+            at in 0usize..100_000,
+            byte in proptest::num::u8::ANY,
+            how in 0u8..3,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = ConversationStore::new(dir.path());
+            let mut c = store.create().unwrap();
+            c.push_user("What colour is the sky on a clear day, usually?");
+            c.push_reply(ReplyMode::Routed, reply_events());
+            store.save(&mut c).unwrap();
+            let path = store.path(&c.id).unwrap();
+            let mut bytes = std::fs::read(&path).unwrap();
+            let at = at % bytes.len();
+            match how {
+                0 => bytes[at] = byte,
+                1 => { bytes.remove(at); }
+                _ => bytes.truncate(at),
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            match store.get(&c.id) {
+                Ok(loaded) => {
+                    let _ = (loaded.summary(), loaded.to_markdown(), loaded.turns(), loaded.reply_mode());
+                }
+                Err(e) => proptest::prop_assert!(matches!(e, HistoryError::Corrupt { .. }), "{e}"),
+            }
+            proptest::prop_assert!(store.list("").is_ok());
+        }
+    }
 }

@@ -192,7 +192,7 @@ impl CloudClient {
         endpoint: Endpoint,
         body: &impl serde::Serialize,
         stop: &dyn Fn() -> bool,
-    ) -> Result<Completion, CloudError> {
+    ) -> Result<String, CloudError> {
         let x = self.exchange.clone();
         let url = x.url(endpoint.path());
         let body = serde_json::to_vec(body).expect("requests serialize");
@@ -204,7 +204,7 @@ impl CloudClient {
         });
         loop {
             match answered.recv_timeout(STOP_POLL) {
-                Ok(body) => return parse(&body?),
+                Ok(body) => return body,
                 Err(RecvTimeoutError::Timeout) if stop() => return Err(CloudError::Stopped),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
@@ -401,7 +401,7 @@ impl Cloud for CloudClient {
 
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
         let as_ids = self.shares_vocab == Some(true);
-        let parsed = match self.config().mode {
+        let body = match self.config().mode {
             CloudMode::Completions => self.post(
                 Endpoint::Completions,
                 &self.completion_request(request, as_ids),
@@ -411,23 +411,30 @@ impl Cloud for CloudClient {
                 self.post(Endpoint::Chat, &self.chat_request(request), request.stop)?
             }
         };
-        let choice = parsed
-            .choices
-            .into_iter()
-            .next()
-            .ok_or(CloudError::Malformed {
-                detail: "no choices in the reply".into(),
-            })?;
-        let usage = parsed.usage;
-        let (text, ids) = cut_to_span(&choice, request.max_tokens as usize);
-        Ok(CloudReply {
-            ids: if as_ids { ids } else { None },
-            text,
-            stopped: choice.finish_reason.as_deref() == Some("stop"),
-            prompt_tokens: usage.as_ref().and_then(|u| u.prompt_tokens),
-            completion_tokens: usage.as_ref().and_then(|u| u.completion_tokens),
-        })
+        read_reply(&body, request.max_tokens as usize, as_ids)
     }
+}
+
+/// What a completion body says, cut to the `max_tokens` asked for; ids only when they were
+/// asked for (`as_ids`). Whatever the server sent, the answer is a reply or an error.
+fn read_reply(body: &str, max_tokens: usize, as_ids: bool) -> Result<CloudReply, CloudError> {
+    let parsed: Completion = parse(body)?;
+    let choice = parsed
+        .choices
+        .into_iter()
+        .next()
+        .ok_or(CloudError::Malformed {
+            detail: "no choices in the reply".into(),
+        })?;
+    let usage = parsed.usage;
+    let (text, ids) = cut_to_span(&choice, max_tokens);
+    Ok(CloudReply {
+        ids: if as_ids { ids } else { None },
+        text,
+        stopped: choice.finish_reason.as_deref() == Some("stop"),
+        prompt_tokens: usage.as_ref().and_then(|u| u.prompt_tokens),
+        completion_tokens: usage.as_ref().and_then(|u| u.completion_tokens),
+    })
 }
 
 /// The message of an error body, or the body itself, cut short either way: it ends up in
@@ -503,5 +510,48 @@ mod tests {
             "bad key"
         );
         assert_eq!(error_message(&"x".repeat(500)).chars().count(), 301);
+    }
+
+    /// A llama-server completion with per-token logprobs (ids), as the fuzzer's seed.
+    const REPLY: &str = r#"{"choices":[{"text":" Paris is","finish_reason":"length","logprobs":{"content":[{"id":12366,"token":" Paris","logprob":-0.1,"top_logprobs":[]},{"id":374,"token":" is","logprob":-0.2,"top_logprobs":[]}]}}],"usage":{"prompt_tokens":9,"completion_tokens":2}}"#;
+
+    #[test]
+    fn the_seed_reply_reads_as_the_fuzzer_assumes() {
+        let reply = read_reply(REPLY, 1, true).unwrap();
+        assert_eq!(
+            (reply.text.as_str(), reply.ids),
+            (" Paris", Some(vec![12366]))
+        );
+    }
+
+    proptest::proptest! {
+        /// Any body a server sends is a reply or an error, never a panic; a reply holds no
+        /// more tokens than asked for.
+        #[test]
+        fn any_body_is_a_reply_or_an_error(body in ".{0,400}", max in 0usize..6, as_ids: bool) {
+            if let Ok(reply) = read_reply(&body, max, as_ids) {
+                proptest::prop_assert!(reply.ids.is_none_or(|ids| ids.len() <= max));
+            }
+            proptest::prop_assert!(error_message(&body).chars().count() <= MAX_MESSAGE_CHARS + 1);
+        }
+
+        /// Near-misses of a real reply (a byte changed, dropped or cut) fail as clearly.
+        #[test]
+        fn a_damaged_reply_is_a_reply_or_an_error(
+            at in 0usize..REPLY.len(),
+            byte in proptest::num::u8::ANY,
+            how in 0u8..3,
+            max in 0usize..4,
+        ) {
+            let mut bytes = REPLY.as_bytes().to_vec();
+            match how {
+                0 => bytes[at] = byte,
+                1 => { bytes.remove(at); }
+                _ => bytes.truncate(at),
+            }
+            let body = String::from_utf8_lossy(&bytes);
+            let _ = read_reply(&body, max, true);
+            let _ = error_message(&body);
+        }
     }
 }

@@ -292,4 +292,38 @@ mod tests {
         assert_eq!(r.threshold_for_share(0.01), 0.9);
         assert_eq!(r.threshold_for_share(0.5), 0.6);
     }
+
+    proptest::proptest! {
+        /// A damaged router file (a byte changed, dropped or cut, mostly in its header) is
+        /// refused with the reason or, if it still reads, scores every position in [0, 1].
+        #[test]
+        fn a_damaged_router_file_is_refused_or_scores_in_range(
+            at in 0usize..4096,
+            byte in proptest::num::u8::ANY,
+            how in 0u8..3,
+            shipped: bool,
+        ) {
+            let mut bytes = if shipped {
+                super::super::SHIPPED_MLP.to_vec()
+            } else {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("r.safetensors");
+                signals_only(&[(0.1, 0.8)]).write(&path).unwrap();
+                std::fs::read(&path).unwrap()
+            };
+            let at = at % bytes.len();
+            match how {
+                0 => bytes[at] = byte,
+                1 => { bytes.remove(at); }
+                _ => bytes.truncate(at),
+            }
+            if let Ok(router) = MlpRouter::from_bytes(&bytes, Path::new("fuzzed"), None) {
+                let hidden = vec![0.5; 896];
+                let score = router.score(&features(&hidden, 1.0));
+                proptest::prop_assert!((0.0..=1.0).contains(&score), "{score}");
+                let bar = router.threshold_for_share(0.05);
+                proptest::prop_assert!(bar.is_finite(), "{bar}");
+            }
+        }
+    }
 }
