@@ -81,7 +81,11 @@ try {
     .build();
 
   const input = await driver.wait(until.elementLocated(By.css('textarea[aria-label="Message"]')), 60_000);
-  await driver.wait(until.elementIsEnabled(input), 120_000, "the engine never became ready");
+  await driver.wait(until.elementIsEnabled(input), 120_000).catch(async (e) => {
+    // What the window said (a banner, a notice, the header's engine state) is the diagnosis.
+    const shown = await driver.executeScript("return document.body.innerText").catch((why) => `(unreadable: ${why})`);
+    throw new Error(`the engine never became ready (${e.message}); the window showed:\n${String(shown).slice(0, 2000)}`);
+  });
   await input.sendKeys("Tell me about the sea.", Key.ENTER);
   await driver.wait(until.elementLocated(By.css(".reply-footer")), 120_000, "the reply never finished");
   const reply = await driver.findElement(By.css(".message.assistant .reply-body")).getText();
