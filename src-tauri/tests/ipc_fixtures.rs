@@ -68,6 +68,7 @@ fn events() -> Vec<Event> {
         NoticeKind::ContextFull,
         NoticeKind::SpendNotSaved,
         NoticeKind::SpendUnknown,
+        NoticeKind::SpendCapReached,
         NoticeKind::EngineError,
         NoticeKind::NotSaved,
     ] {

@@ -177,6 +177,9 @@ pub enum RouteDecision {
         /// Span length to request.
         max_tokens: u32,
     },
+    /// Keep the edge model's token: the cloud would have been asked, but the request would
+    /// pass today's spend cap.
+    SpendCapped,
 }
 
 /// How fast the threshold follows the score quantile; small enough that one reply's first
@@ -262,7 +265,7 @@ impl ReplyBudget {
                 .prices
                 .cost(u64::from(prompt_tokens), u64::from(max_tokens));
             if self.spent_before_usd + self.spent_usd + estimate > cap {
-                return RouteDecision::Edge;
+                return RouteDecision::SpendCapped;
             }
         }
         match max_tokens {
@@ -341,7 +344,7 @@ mod tests {
         let mut i = 0;
         while reply.generated < scores.len() as u32 {
             match reply.decide(budget, scores[i.min(scores.len() - 1)], 100, span) {
-                RouteDecision::Edge => reply.record(1, 0, 0.0),
+                RouteDecision::Edge | RouteDecision::SpendCapped => reply.record(1, 0, 0.0),
                 RouteDecision::Cloud { max_tokens } => {
                     let cost = budget.prices.cost(100, u64::from(max_tokens));
                     reply.record(0, accepted.min(max_tokens), cost)
@@ -390,7 +393,7 @@ mod tests {
         for position in 0..24 {
             let score = if position == 0 { first_score } else { 0.1 };
             match reply.decide(&budget, score, 60, 4) {
-                RouteDecision::Edge => reply.record(1, 0, 0.0),
+                RouteDecision::Edge | RouteDecision::SpendCapped => reply.record(1, 0, 0.0),
                 RouteDecision::Cloud { max_tokens } => {
                     if position == 0 {
                         assert_eq!(max_tokens, 1, "the first span is the one token in hand");
@@ -424,7 +427,7 @@ mod tests {
         let mut routed_at = Vec::new();
         for position in 0..100 {
             match reply.decide(&budget, 0.99, 10, 1) {
-                RouteDecision::Edge => reply.record(1, 0, 0.0),
+                RouteDecision::Edge | RouteDecision::SpendCapped => reply.record(1, 0, 0.0),
                 RouteDecision::Cloud { .. } => {
                     routed_at.push(position);
                     reply.record(0, 1, 0.0)
@@ -481,7 +484,7 @@ mod tests {
         let mut spent_reply = ReplyBudget::new(0.5, 0.0049);
         assert_eq!(
             spent_reply.decide(&budget, 1.0, 100, 4),
-            RouteDecision::Edge
+            RouteDecision::SpendCapped
         );
     }
 

@@ -98,6 +98,7 @@ pub fn generate_with(
         usage: Usage::default(),
         timings: Timings::default(),
         cloud_failures: 0,
+        told_spend_capped: false,
         as_ids: false,
     };
     let keep_going = sink.emit(Event::Started {
@@ -136,6 +137,8 @@ struct Reply<'a, 'b> {
     usage: Usage,
     timings: Timings,
     cloud_failures: u32,
+    /// Whether the user was told that the spend cap keeps the cloud out (once per reply).
+    told_spend_capped: bool,
     as_ids: bool,
 }
 
@@ -173,7 +176,10 @@ impl Reply<'_, '_> {
         if let Some(cloud) = self.cloud.as_deref_mut() {
             if self.budget.get().allows_cloud() {
                 let probe = self.edge.tokenize(VOCAB_PROBE, false);
-                self.as_ids = cloud.shares_vocab(&probe);
+                match cloud.shares_vocab(&probe) {
+                    Ok(shares) => self.as_ids = shares,
+                    Err(error) => self.cloud_failed(&error, sink),
+                }
             }
         }
         let capacity = self.edge.context_size();
@@ -205,6 +211,19 @@ impl Reply<'_, '_> {
                     self.ask_cloud(&step, score, max_tokens, sink)?
                 }
                 RouteDecision::Edge => CloudOutcome::UseEdge,
+                RouteDecision::SpendCapped => {
+                    if !self.told_spend_capped {
+                        self.told_spend_capped = true;
+                        let cap = self.budget.get().daily_spend_cap_usd.unwrap_or_default();
+                        sink.emit(Event::Notice {
+                            kind: NoticeKind::SpendCapReached,
+                            message: format!(
+                                "today's cloud spend reached its cap (${cap}); the edge model writes the rest until the cap is raised or the day ends (UTC)"
+                            ),
+                        });
+                    }
+                    CloudOutcome::UseEdge
+                }
             };
             let (emitted, next) = match outcome {
                 CloudOutcome::Continued { tokens, next } => (tokens, next),

@@ -31,6 +31,8 @@ pub enum NoticeKind {
     SpendNotSaved,
     /// Today's spend record was unreadable: the daily cap counts as reached until tomorrow.
     SpendUnknown,
+    /// A cloud request would pass today's spend cap: the edge writes on.
+    SpendCapReached,
     /// The edge model failed; the reply ended early.
     EngineError,
     /// The conversation could not be saved (a full disk, say); the reply is still shown.

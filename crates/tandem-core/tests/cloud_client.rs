@@ -35,7 +35,10 @@ fn ask(
 fn text_prompts_go_out_when_the_server_cannot_tokenize() {
     let fake = FakeCloud::start(Script::cycle(&[" sky", " blue"])).unwrap();
     let mut c = client(&fake);
-    assert!(!c.shares_vocab(&[1, 2]), "no /tokenize: vocab not shared");
+    assert!(
+        !c.shares_vocab(&[1, 2]).unwrap(),
+        "no /tokenize: vocab not shared"
+    );
     let reply = ask(&mut c, 3).unwrap();
     assert_eq!(reply.text, " sky blue sky");
     assert_eq!(reply.ids, None);
@@ -151,7 +154,7 @@ fn chat_mode_continues_the_reply_as_a_final_assistant_message() {
     let mut config = CloudConfig::new(fake.base_url());
     config.mode = CloudMode::Chat;
     let mut c = CloudClient::new(config).unwrap();
-    assert!(!c.shares_vocab(&[1, 2]), "chat mode sends text");
+    assert!(!c.shares_vocab(&[1, 2]).unwrap(), "chat mode sends text");
     let reply = ask(&mut c, 2).unwrap();
     assert_eq!(reply.text, " is blue");
     let sent = &fake.recorded()[0];

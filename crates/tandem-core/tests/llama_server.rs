@@ -47,7 +47,7 @@ fn cloud_tokens_are_exactly_what_llama_server_returns_for_the_prompt() {
     assert_eq!(usage.cloud_requests, 3, "12 tokens in spans of 4");
     let probe = edge_probe(&weights);
     assert!(
-        cloud.shares_vocab(&probe),
+        cloud.shares_vocab(&probe).unwrap(),
         "same vocabulary: prompts went as token ids"
     );
 

@@ -1,5 +1,6 @@
 //! The engine on its own thread, driven as the desktop app will drive it.
 
+mod fault_matrix;
 mod support;
 
 use support::{model, SMOLLM2};

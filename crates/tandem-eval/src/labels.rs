@@ -73,7 +73,10 @@ pub fn collect(
     progress: &mut dyn FnMut(LabelProgress),
 ) -> Result<LabelProgress, LabelError> {
     let mut sampler = Sampler::new(SamplingParams::default());
-    let as_ids = cloud.shares_vocab(&edge.tokenize(VOCAB_PROBE, false));
+    // A cloud that cannot be reached fails the first request below, which says so.
+    let as_ids = cloud
+        .shares_vocab(&edge.tokenize(VOCAB_PROBE, false))
+        .unwrap_or(false);
     let mut state = LabelProgress {
         done: done.len(),
         total: questions.rows.len(),

@@ -39,6 +39,11 @@ pub enum Fault {
     Overlong(usize),
     /// A normal answer whose logprobs carry ids far outside any vocabulary.
     ForeignIds,
+    /// This status (403, 404, 503…) with an OpenAI error body.
+    Status(u16),
+    /// 200 announcing a longer body than it sends, then the connection closes: a reply cut
+    /// off in transit.
+    CutBody,
 }
 
 /// The id [`Fault::ForeignIds`] reports for every token.
@@ -95,6 +100,11 @@ impl Fault {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 ErrorBody::new("e".repeat(len), "server_error"),
             )),
+            Fault::Status(code) => Some(response::error(
+                StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                ErrorBody::new(format!("injected status {code}"), "fake_cloud_error"),
+            )),
+            Fault::CutBody => Some(cut_body()),
             Fault::Overlong(_) | Fault::ForeignIds => None,
         }
     }
@@ -126,6 +136,29 @@ fn endless(interval: Option<Duration>) -> Response {
     let body =
         Body::from_stream(ticks.map(move |()| Ok::<_, std::convert::Infallible>(chunk.clone())));
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// The start of a JSON answer, then an error in the body stream: the server drops the
+/// connection before the announced length arrives.
+fn cut_body() -> Response {
+    let start = Bytes::from_static(br#"{"id": "cmpl-cut", "choices": [{"text": " oce"#);
+    let announced = (start.len() * 4).to_string();
+    let chunks = [
+        Ok(start),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "dropped mid-body",
+        )),
+    ];
+    let body = Body::from_stream(tokio_stream::iter(chunks));
+    (
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (header::CONTENT_LENGTH, announced),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// The 401 answer to a missing or wrong API key.

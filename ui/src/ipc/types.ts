@@ -47,6 +47,8 @@ export type NoticeKind =
   | "context_full"
   | "spend_not_saved"
   | "spend_unknown"
+  /** Today's spend cap keeps the cloud out: the edge writes on. */
+  | "spend_cap_reached"
   | "engine_error"
   /** The conversation could not be written. */
   | "not_saved";
@@ -58,6 +60,7 @@ export const NOTICE_KINDS = [
   "context_full",
   "spend_not_saved",
   "spend_unknown",
+  "spend_cap_reached",
   "engine_error",
   "not_saved",
 ] as const satisfies readonly NoticeKind[];

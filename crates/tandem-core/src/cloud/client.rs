@@ -356,29 +356,39 @@ impl Cloud for CloudClient {
         &self.config().base_url
     }
 
-    fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> bool {
+    fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> Result<bool, CloudError> {
         if self.config().mode == CloudMode::Chat {
             // Chat templates are applied by the server: only text goes out.
-            return false;
+            return Ok(false);
         }
         if let Some(known) = self.shares_vocab {
-            return known;
+            return Ok(known);
         }
-        let answer = self
-            .exchange
-            .http
-            .post(self.exchange.root_url("/tokenize"))
-            .json(&TokenizeRequest {
-                content: super::VOCAB_PROBE.into(),
-                add_special: false,
-            })
-            .send()
-            .ok()
-            .filter(|r| r.status().is_success())
-            .and_then(|r| r.json::<TokenizeResponse>().ok())
-            .is_some_and(|t| t.tokens == probe_ids);
-        self.shares_vocab = Some(answer);
-        answer
+        // Within the request deadline and body cap, like any request.
+        let x = &self.exchange;
+        let url = x.root_url("/tokenize");
+        let body = serde_json::to_vec(&TokenizeRequest {
+            content: super::VOCAB_PROBE.into(),
+            add_special: false,
+        })
+        .expect("requests serialize");
+        let post = || {
+            let request = x.http.post(&url).header(CONTENT_TYPE, "application/json");
+            x.authorized(request.body(body.clone()))
+        };
+        let shares = match x.send(post) {
+            Ok(answer) => serde_json::from_str::<TokenizeResponse>(&answer)
+                .is_ok_and(|t| t.tokens == probe_ids),
+            // Nothing answered: a failure like a request's, so a dead cloud costs a reply
+            // two deadlines, not three.
+            Err(e @ (CloudError::Unreachable { .. } | CloudError::Timeout { .. })) => {
+                return Err(e)
+            }
+            // It answered without a tokenizer like the edge's (404, 401…): text prompts.
+            Err(_) => false,
+        };
+        self.shares_vocab = Some(shares);
+        Ok(shares)
     }
 
     fn sent_text(&self, request: &CloudRequest<'_>) -> String {

@@ -176,8 +176,9 @@ pub trait Cloud {
     /// The endpoint, for events (never includes the key).
     fn endpoint(&self) -> &str;
     /// Whether prompts can be sent as edge token ids; `probe_ids` is the edge tokenization of
-    /// [`VOCAB_PROBE`]. Implementations check once and remember.
-    fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> bool;
+    /// [`VOCAB_PROBE`]. Implementations check once and remember. An error means the cloud
+    /// could not be reached at all (it counts as a failed request).
+    fn shares_vocab(&mut self, probe_ids: &[TokenId]) -> Result<bool, CloudError>;
     /// Exactly the text a request carries, for the user's privacy view.
     fn sent_text(&self, request: &CloudRequest<'_>) -> String {
         (request.text)()

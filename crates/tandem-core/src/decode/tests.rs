@@ -106,8 +106,8 @@ impl Cloud for ScriptedCloud {
     fn endpoint(&self) -> &str {
         "scripted://cloud"
     }
-    fn shares_vocab(&mut self, _: &[TokenId]) -> bool {
-        true
+    fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
+        Ok(true)
     }
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
         self.requests += 1;
@@ -163,6 +163,7 @@ fn reply_over<'a, 'b>(
         usage: Usage::default(),
         timings: Timings::default(),
         cloud_failures: 0,
+        told_spend_capped: false,
         as_ids: true,
     }
 }
@@ -323,8 +324,8 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
         fn endpoint(&self) -> &str {
             "jumping"
         }
-        fn shares_vocab(&mut self, _: &[TokenId]) -> bool {
-            true
+        fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
+            Ok(true)
         }
         fn complete(&mut self, _: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
             Ok(CloudReply {
