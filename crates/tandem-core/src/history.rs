@@ -519,6 +519,73 @@ mod tests {
         );
     }
 
+    /// The child half of the kill test below: saves one growing conversation and adds to
+    /// today's spend, in a loop, until it is killed. Does nothing when run on its own.
+    #[test]
+    #[ignore = "run as a child process by a_process_killed_while_saving_loses_nothing_saved"]
+    fn keeps_saving_until_killed() {
+        let Some(dir) = std::env::var_os("TANDEM_KILL_TEST_DIR") else {
+            return;
+        };
+        let dir = PathBuf::from(dir);
+        let store = ConversationStore::new(&dir);
+        let ledger = crate::spend::SpendLedger::new(&dir);
+        let spent = Usage {
+            cloud_tokens: 1,
+            est_cost_usd: 0.001,
+            ..Usage::default()
+        };
+        loop {
+            let mut c = store
+                .get("c-kept")
+                .unwrap_or_else(|_| Conversation::new("c-kept".into(), 0));
+            c.push_user(&"a user's words ".repeat(100));
+            c.push_reply(ReplyMode::Routed, reply_events());
+            store.save(&mut c).unwrap();
+            ledger.add(&spent).unwrap();
+        }
+    }
+
+    /// A process killed (SIGKILL) at 20 random moments while it saves: every time, the
+    /// conversation loads whole with everything saved before, and so does today's spend.
+    #[test]
+    fn a_process_killed_while_saving_loses_nothing_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConversationStore::new(dir.path());
+        let ledger = crate::spend::SpendLedger::new(dir.path());
+        let mut moments = crate::sampling::SplitMix64::new(20);
+        let (mut messages, mut cloud_tokens) = (0, 0);
+        for _ in 0..20 {
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "history::tests::keeps_saving_until_killed"])
+                .args(["--ignored", "--test-threads=1"])
+                .env("TANDEM_KILL_TEST_DIR", dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let after_ms = 80 + (moments.next_f64() * 300.0) as u64;
+            std::thread::sleep(std::time::Duration::from_millis(after_ms));
+            child.kill().unwrap(); // SIGKILL: no destructor, no flush
+            child.wait().unwrap();
+            if let Ok(c) = store.get("c-kept") {
+                assert!(c.messages.len() >= messages, "saved messages were lost");
+                messages = c.messages.len();
+            } else {
+                assert_eq!(messages, 0, "a conversation on disk stopped loading");
+            }
+            let today = ledger.today();
+            assert!(!today.unknown_before, "the spend ledger was damaged");
+            assert!(
+                today.cloud_tokens >= cloud_tokens,
+                "recorded spend was lost"
+            );
+            cloud_tokens = today.cloud_tokens;
+        }
+        assert!(messages > 0 && cloud_tokens > 0, "the child never saved");
+        assert_eq!(store.list("").unwrap().len(), 1);
+    }
+
     proptest::proptest! {
         /// A conversation file damaged on disk (a byte changed, dropped or cut) loads as a
         /// conversation or a clear error, and whatever loads can be listed, shown and exported.
