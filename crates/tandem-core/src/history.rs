@@ -586,6 +586,59 @@ mod tests {
         assert_eq!(store.list("").unwrap().len(), 1);
     }
 
+    /// The child half of the full-disk test below: under a file size limit, a save that
+    /// does not fit must fail with the reason.
+    #[test]
+    #[ignore = "run as a child process by a_save_that_does_not_fit_fails_clearly_and_keeps_the_file"]
+    fn saves_past_a_file_size_limit() {
+        let Some(dir) = std::env::var_os("TANDEM_FULL_TEST_DIR") else {
+            return;
+        };
+        let store = ConversationStore::new(Path::new(&dir));
+        let mut c = store.get("c-full").unwrap();
+        c.push_user(&"x".repeat(200_000));
+        let err = store.save(&mut c).unwrap_err().to_string();
+        assert!(
+            err.contains("c-full.json") && err.contains("too large"),
+            "{err}"
+        );
+    }
+
+    /// A disk that fills up mid-save (here: a 64 KiB file size limit, as `ulimit -f` sets,
+    /// since the tests run as root and a read-only folder would not stop them): the save
+    /// fails with a message naming the file and the reason, the file on disk is the one
+    /// saved before, and no temporary file is left.
+    #[test]
+    fn a_save_that_does_not_fit_fails_clearly_and_keeps_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConversationStore::new(dir.path());
+        let mut c = Conversation::new("c-full".into(), 0);
+        c.push_user("What colour is the sky on a clear day, usually?");
+        store.save(&mut c).unwrap();
+        let before = std::fs::read(store.path("c-full").unwrap()).unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let child = format!(
+            "ulimit -f 64; trap '' XFSZ; exec '{}' --exact history::tests::saves_past_a_file_size_limit --ignored --test-threads=1",
+            exe.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &child])
+            .env("TANDEM_FULL_TEST_DIR", dir.path())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && said.contains("1 passed"), "{said}");
+        assert_eq!(
+            std::fs::read(store.path("c-full").unwrap()).unwrap(),
+            before
+        );
+        assert_eq!(
+            std::fs::read_dir(store.dir()).unwrap().count(),
+            1,
+            "a temporary file is left"
+        );
+    }
+
     proptest::proptest! {
         /// A conversation file damaged on disk (a byte changed, dropped or cut) loads as a
         /// conversation or a clear error, and whatever loads can be listed, shown and exported.
