@@ -205,3 +205,59 @@ fn stop_ends_a_reply_that_is_waiting_for_a_stalled_cloud_at_once() {
         stopped.elapsed()
     );
 }
+
+/// Resident memory (KiB) and open file descriptors of this process.
+fn footprint() -> (u64, usize) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    (rss, fds)
+}
+
+#[test]
+fn two_hundred_replies_leave_memory_and_file_descriptors_flat() {
+    let Some(edge) = model(SMOLLM2) else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    let mut config = config(&edge, &fake);
+    config.router.kind = RouterKind::Margin;
+    config.budget = CloudBudget::share(0.3);
+    config.max_tokens = 4;
+    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
+    let mut ask = |n: usize| {
+        for i in 0..n {
+            let reply = worker
+                .reply(
+                    asking(&format!("Say something about the sea, {i}.")),
+                    ReplyMode::Routed,
+                )
+                .unwrap();
+            drain(&reply, |_, _| {});
+        }
+    };
+    ask(20); // allocator and connection pool warmed up
+    let before = footprint();
+    ask(200);
+    let after = footprint();
+    println!(
+        "200 replies: resident {} → {} MiB, open file descriptors {} → {}, cloud requests {}",
+        before.0 / 1024,
+        after.0 / 1024,
+        before.1,
+        after.1,
+        fake.requests()
+    );
+    assert!(fake.requests() > 200, "the cloud took part");
+    assert!(
+        after.1 <= before.1 + 2,
+        "file descriptors leak: {before:?} → {after:?}"
+    );
+    assert!(
+        after.0 < before.0 + 32 * 1024,
+        "memory grows: {before:?} → {after:?}"
+    );
+}
