@@ -228,7 +228,7 @@ fn two_hundred_replies_leave_memory_and_file_descriptors_flat() {
     config.budget = CloudBudget::share(0.3);
     config.max_tokens = 4;
     let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
-    let mut ask = |n: usize| {
+    let ask = |n: usize| {
         for i in 0..n {
             let reply = worker
                 .reply(
