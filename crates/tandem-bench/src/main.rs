@@ -161,6 +161,7 @@ fn main() -> Result<()> {
                 hidden_state: false,
             },
             prefix_reuse: reuse,
+            deadline: tandem_serve::ServeOptions::DEFAULT_DEADLINE,
         })?;
         let running = tandem_serve::start(serve, "127.0.0.1:0".parse()?)?;
         let (mut edge_tokens, mut cloud_tokens, mut cloud_requests) = (0, 0, 0);

@@ -30,9 +30,21 @@ pub struct Args {
     /// Decode every prompt from scratch (for measuring what prefix reuse saves).
     #[arg(long)]
     no_prefix_reuse: bool,
+    /// Seconds a completion may take from the moment it is queued (waiting included); past
+    /// them it is answered with a 503 and the model moves on.
+    #[arg(long, default_value_t = ServeOptions::DEFAULT_DEADLINE.as_secs_f64(), value_parser = deadline)]
+    deadline: f64,
     /// Settings file.
     #[arg(long)]
     config: Option<std::path::PathBuf>,
+}
+
+/// A deadline in seconds: a positive number.
+fn deadline(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(secs),
+        _ => Err(format!("'{text}' is not a number of seconds above 0")),
+    }
 }
 
 /// Loads the model, binds, prints `listening on URL`, and serves until interrupted.
@@ -62,6 +74,7 @@ pub fn run(args: Args) -> Result<()> {
             hidden_state: false,
         },
         prefix_reuse: !args.no_prefix_reuse,
+        deadline: std::time::Duration::from_secs_f64(args.deadline),
     })
     .with_context(|| format!("loading {model}"))?;
     let access = Access::from_env();

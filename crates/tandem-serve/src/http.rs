@@ -1,7 +1,7 @@
 //! The HTTP face: OpenAI routes over the model thread, streaming or not.
 
 use crate::guard::{self, error, Access, MAX_BODY};
-use crate::model_thread::{Finished, Job, JobPrompt, ModelThread, Output, Refused};
+use crate::model_thread::{Finished, Job, JobError, JobPrompt, ModelThread, Output, Refused};
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::{FromRequest, Request, State};
@@ -151,7 +151,15 @@ fn bad_request(message: impl std::fmt::Display) -> Response {
     error(StatusCode::BAD_REQUEST, message, "invalid_request_error")
 }
 
-/// The model thread is gone: nothing can be served.
+/// A job the model could not do: the request's fault (400), or the server's deadline (503).
+fn job_failed(e: JobError) -> Response {
+    match e {
+        JobError::Deadline(_) => unavailable(e),
+        e => bad_request(e),
+    }
+}
+
+/// The model thread is gone, or a request ran past the deadline: nothing more to serve for it.
 fn unavailable(message: impl std::fmt::Display) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, message, "server_error")
 }
@@ -386,7 +394,7 @@ async fn collect_response(
                 text.push_str(&piece);
                 content.extend(logprob);
             }
-            Output::Failed(e) => return bad_request(e),
+            Output::Failed(e) => return job_failed(e),
             Output::Done(done) => {
                 let logprobs = with_logprobs.then_some(content);
                 return Json(meta.body(false, &text, logprobs, Some(&done))).into_response();
@@ -426,10 +434,11 @@ fn sse_data(output: Output, meta: &Meta) -> Vec<String> {
             vec![json(&meta.body(true, &text, logprobs, None))]
         }
         Output::Failed(e) => {
-            vec![
-                json(&ErrorBody::new(e.to_string(), "invalid_request_error")),
-                "[DONE]".into(),
-            ]
+            let kind = match e {
+                JobError::Deadline(_) => "server_error",
+                _ => "invalid_request_error",
+            };
+            vec![json(&ErrorBody::new(e.to_string(), kind)), "[DONE]".into()]
         }
         Output::Done(done) => {
             vec![

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tandem_core::edge::{EdgeError, EdgeModel, Outputs};
 use tandem_core::local::{EdgeWeights, LoadError, LocalOptions};
 use tandem_core::message::Message;
@@ -27,6 +27,16 @@ pub struct ServeOptions {
     pub local: LocalOptions,
     /// Keep the previous request's KV cache and decode only the new suffix.
     pub prefix_reuse: bool,
+    /// How long a completion may take from the moment it is queued, waiting included;
+    /// past it the request is answered with an error and the model moves on.
+    pub deadline: Duration,
+}
+
+impl ServeOptions {
+    /// The deadline `tandem serve` and the stand-in use unless told otherwise: long enough
+    /// for a few hundred tokens of a 1.5B model on two cores, short enough that an
+    /// abandoned burst clears.
+    pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
 }
 
 /// What a job's prompt is.
@@ -126,6 +136,9 @@ pub enum JobError {
     /// The model failed to decode.
     #[error(transparent)]
     Decode(#[from] EdgeError),
+    /// The request was not done within the server's deadline (waiting in the queue counts).
+    #[error("the request took longer than this server's {} s limit (waiting included); ask for fewer tokens or retry", .0.as_secs_f32())]
+    Deadline(Duration),
 }
 
 /// How a job ended.
@@ -150,7 +163,7 @@ pub struct Counters {
 }
 
 enum ThreadRequest {
-    Complete(Job),
+    Complete(Job, Instant),
     Tokenize {
         text: String,
         add_special: bool,
@@ -166,6 +179,7 @@ pub struct ModelThread {
     pending: Arc<AtomicUsize>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) model_name: String,
+    deadline: Duration,
 }
 
 impl ModelThread {
@@ -178,6 +192,7 @@ impl ModelThread {
         let pending = Arc::new(AtomicUsize::new(0));
         let thread_pending = pending.clone();
         let model_name = options.model_name.clone();
+        let deadline = options.deadline;
         std::thread::Builder::new()
             .name("tandem-serve-model".into())
             .spawn(move || {
@@ -199,11 +214,12 @@ impl ModelThread {
                         } => {
                             let _ = reply.send(edge.tokenize(&text, add_special));
                         }
-                        ThreadRequest::Complete(job) => {
+                        ThreadRequest::Complete(job, deadline) => {
                             if !options.prefix_reuse {
                                 edge.truncate(0);
                             }
-                            run_job(&weights, &mut edge, job, &thread_counters);
+                            let limit = (options.deadline, deadline);
+                            run_job(&weights, &mut edge, job, limit, &thread_counters);
                             thread_pending.fetch_sub(1, Ordering::SeqCst);
                         }
                     }
@@ -211,6 +227,7 @@ impl ModelThread {
             })?;
         ready_rx.recv().map_err(|_| StartError::Stopped)??;
         Ok(ModelThread {
+            deadline,
             sender,
             pending,
             counters,
@@ -226,7 +243,7 @@ impl ModelThread {
             return Err(Refused::Busy);
         }
         self.sender
-            .send(ThreadRequest::Complete(job))
+            .send(ThreadRequest::Complete(job, Instant::now() + self.deadline))
             .map_err(|_| Refused::Stopped(Stopped))
     }
 
@@ -248,11 +265,20 @@ fn run_job(
     weights: &EdgeWeights,
     edge: &mut tandem_core::local::LocalModel<'_>,
     job: Job,
+    (limit, deadline): (Duration, Instant),
     counters: &Counters,
 ) {
     let fail = |e: JobError| {
         let _ = job.output.send(Output::Failed(e));
     };
+    // Its client gave up while it waited: nobody would read the answer.
+    if job.output.is_closed() {
+        return;
+    }
+    let late = || Instant::now() >= deadline;
+    if late() {
+        return fail(JobError::Deadline(limit));
+    }
     let prompt = match job.prompt {
         JobPrompt::Ids(ids) => {
             let vocab = weights.vocab_size() as i32;
@@ -335,6 +361,9 @@ fn run_job(
         }
         if completion_tokens == job.max_tokens {
             break;
+        }
+        if late() {
+            return fail(JobError::Deadline(limit));
         }
         step = match edge.extend(&[token], Outputs::Last, &mut sampler) {
             Ok(mut steps) => steps.pop().expect("one output row"),

@@ -69,6 +69,7 @@ fn serve(config: &Config, paths: &Paths) -> Result<Running, StandInError> {
             hidden_state: false,
         },
         prefix_reuse: true,
+        deadline: ServeOptions::DEFAULT_DEADLINE,
     })?;
     Ok(start(engine, ([127, 0, 0, 1], 0).into())?)
 }

@@ -20,11 +20,16 @@ fn local() -> LocalOptions {
 }
 
 fn serve(path: PathBuf, prefix_reuse: bool) -> Running {
+    serve_within(path, prefix_reuse, ServeOptions::DEFAULT_DEADLINE)
+}
+
+fn serve_within(path: PathBuf, prefix_reuse: bool, deadline: std::time::Duration) -> Running {
     let engine = ModelThread::start(ServeOptions {
         model_path: path,
         model_name: "smollm2".into(),
         local: local(),
         prefix_reuse,
+        deadline,
     })
     .unwrap();
     start(engine, "127.0.0.1:0".parse().unwrap()).unwrap()
@@ -214,4 +219,26 @@ fn a_burst_beyond_the_queue_is_told_to_retry_instead_of_waiting() {
     assert!(busy.iter().all(|(_, retry)| retry.is_some()), "{answers:?}");
     assert!(served > tandem_serve::MAX_WAITING, "{answers:?}");
     assert_eq!(busy.len() + served, 16, "{answers:?}");
+}
+
+#[test]
+fn a_request_past_the_deadline_is_a_503_that_says_so() {
+    let Some(path) = model() else { return };
+    // A deadline every request has passed by the time the model takes it up.
+    let server = serve_within(path, true, std::time::Duration::from_nanos(1));
+    let url = format!("{}/completions", server.base_url());
+    for stream in [false, true] {
+        let late = reqwest::blocking::Client::new()
+            .post(&url)
+            .json(&serde_json::json!({"prompt": "Tell me a story.", "max_tokens": 8, "stream": stream}))
+            .send()
+            .unwrap();
+        let text = if stream {
+            late.text().unwrap()
+        } else {
+            assert_eq!(late.status().as_u16(), 503);
+            late.text().unwrap()
+        };
+        assert!(text.contains("took longer than this server's"), "{text}");
+    }
 }
