@@ -10,6 +10,12 @@ const HIGHLIGHT_KEY = "tandem.highlightCloud";
 
 export type TopbarActions = { compare(): void; settings(): void };
 
+/** A model as the header names it: a catalogue name as it is, a GGUF path by its file name. */
+export function modelLabel(edge: string): string {
+  const file = edge.split(/[\\/]/).pop() || edge;
+  return file.replace(/\.gguf$/i, "");
+}
+
 export class Topbar {
   readonly element: HTMLElement;
   private readonly models = h("div", { className: "models-info" });
@@ -35,7 +41,12 @@ export class Topbar {
   showStatus(status: AppStatus): void {
     const cloud = status.cloud;
     this.models.replaceChildren(
-      h("span", { className: "chip chip-edge", title: "Edge model, on this machine" }, h("i", { className: "dot" }), h("span", { className: "chip-text" }, status.edge_model)),
+      h(
+        "span",
+        { className: "chip chip-edge", title: `Edge model, on this machine: ${status.edge_model}` },
+        h("i", { className: "dot" }),
+        h("span", { className: "chip-text" }, modelLabel(status.edge_model)),
+      ),
       h("span", { className: "plus" }, "+"),
       h(
         "span",
