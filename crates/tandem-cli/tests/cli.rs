@@ -204,14 +204,18 @@ fn a_stored_key_survives_a_restart_and_goes_only_to_its_origin() {
         command.arg("key").args(args);
         command
     };
-    let mut set = key(&["set", "--url", &fake.base_url()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    writeln!(set.stdin.take().unwrap(), "{secret}").unwrap();
-    let output = set.wait_with_output().unwrap();
+    // `tandem key set`, the key typed on standard input.
+    let set = |url: &str| {
+        let mut set = key(&["set", "--url", url])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        writeln!(set.stdin.take().unwrap(), "{secret}").unwrap();
+        set.wait_with_output().unwrap()
+    };
+    let output = set(&fake.base_url());
     assert!(
         output.status.success(),
         "{}",
@@ -236,13 +240,7 @@ fn a_stored_key_survives_a_restart_and_goes_only_to_its_origin() {
     assert!(!unbound.status.success());
     assert!(String::from_utf8_lossy(&unbound.stderr).contains("--url"));
     // A plain-http endpoint on another machine never gets one.
-    let mut clear_text = key(&["set", "--url", "http://10.0.0.2:8000/v1"])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    writeln!(clear_text.stdin.take().unwrap(), "{secret}").unwrap();
-    let refused = clear_text.wait_with_output().unwrap();
+    let refused = set("http://10.0.0.2:8000/v1");
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("only sent over https"));
     if let Some(model) = smollm2() {

@@ -238,15 +238,13 @@ mod tests {
         #[test]
         fn any_settings_text_is_a_config_or_a_message(
             at in 0usize..4096,
-            byte in proptest::num::u8::ANY,
+            damage in crate::damage::kind(),
             section in proptest::sample::select(vec!["", "[budget]", "[cloud]", "[router]", "[sampling]", "[serve]"]),
             key in "[a-z_]{1,16}",
             value in proptest::sample::select(vec!["nan", "inf", "-inf", "-1", "1e40", "0.5", "\"x\"", "[]", "{}", "true", "\"\\u0000\""]),
         ) {
-            let mut text = toml::to_string(&Config::default()).unwrap().into_bytes();
-            let at = at % text.len();
-            text[at] = byte;
-            let damaged = String::from_utf8_lossy(&text).into_owned();
+            let text = toml::to_string(&Config::default()).unwrap().into_bytes();
+            let damaged = String::from_utf8_lossy(&crate::damage::apply(text, at, damage)).into_owned();
             let added = format!("{section}\n{key} = {value}\n");
             for candidate in [damaged, added] {
                 if let Ok(config) = Config::parse(&candidate) {

@@ -645,8 +645,7 @@ mod tests {
         #[test]
         fn a_damaged_conversation_file_loads_or_is_a_clear_error(
             at in 0usize..100_000,
-            byte in proptest::num::u8::ANY,
-            how in 0u8..3,
+            damage in crate::damage::kind(),
         ) {
             let dir = tempfile::tempdir().unwrap();
             let store = ConversationStore::new(dir.path());
@@ -655,13 +654,7 @@ mod tests {
             c.push_reply(ReplyMode::Routed, reply_events());
             store.save(&mut c).unwrap();
             let path = store.path(&c.id).unwrap();
-            let mut bytes = std::fs::read(&path).unwrap();
-            let at = at % bytes.len();
-            match how {
-                0 => bytes[at] = byte,
-                1 => { bytes.remove(at); }
-                _ => bytes.truncate(at),
-            }
+            let bytes = crate::damage::apply(std::fs::read(&path).unwrap(), at, damage);
             std::fs::write(&path, &bytes).unwrap();
             match store.get(&c.id) {
                 Ok(loaded) => {

@@ -33,6 +33,8 @@ mod atomic;
 pub mod budget;
 pub mod cloud;
 pub mod config;
+#[cfg(test)]
+mod damage;
 pub mod decode;
 pub mod edge;
 pub mod engine;

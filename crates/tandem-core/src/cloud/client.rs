@@ -549,16 +549,10 @@ mod tests {
         #[test]
         fn a_damaged_reply_is_a_reply_or_an_error(
             at in 0usize..REPLY.len(),
-            byte in proptest::num::u8::ANY,
-            how in 0u8..3,
+            damage in crate::damage::kind(),
             max in 0usize..4,
         ) {
-            let mut bytes = REPLY.as_bytes().to_vec();
-            match how {
-                0 => bytes[at] = byte,
-                1 => { bytes.remove(at); }
-                _ => bytes.truncate(at),
-            }
+            let bytes = crate::damage::apply(REPLY.as_bytes().to_vec(), at, damage);
             let body = String::from_utf8_lossy(&bytes);
             let _ = read_reply(&body, max, true);
             let _ = error_message(&body);

@@ -299,11 +299,10 @@ mod tests {
         #[test]
         fn a_damaged_router_file_is_refused_or_scores_in_range(
             at in 0usize..4096,
-            byte in proptest::num::u8::ANY,
-            how in 0u8..3,
+            damage in crate::damage::kind(),
             shipped: bool,
         ) {
-            let mut bytes = if shipped {
+            let bytes = if shipped {
                 super::super::SHIPPED_MLP.to_vec()
             } else {
                 let dir = tempfile::tempdir().unwrap();
@@ -311,12 +310,7 @@ mod tests {
                 signals_only(&[(0.1, 0.8)]).write(&path).unwrap();
                 std::fs::read(&path).unwrap()
             };
-            let at = at % bytes.len();
-            match how {
-                0 => bytes[at] = byte,
-                1 => { bytes.remove(at); }
-                _ => bytes.truncate(at),
-            }
+            let bytes = crate::damage::apply(bytes, at, damage);
             if let Ok(router) = MlpRouter::from_bytes(&bytes, Path::new("fuzzed"), None) {
                 let hidden = vec![0.5; 896];
                 let score = router.score(&features(&hidden, 1.0));
