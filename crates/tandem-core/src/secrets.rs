@@ -15,6 +15,8 @@ pub const API_KEY_VAR: &str = "TANDEM_CLOUD_API_KEY";
 const SERVICE: &str = "tandem";
 /// The keyring account of a key is this prefix and the origin it was saved for.
 const ACCOUNT_PREFIX: &str = "cloud-api-key ";
+/// Where builds before keys were bound kept the one key, for whatever cloud was configured.
+const UNBOUND_ACCOUNT: &str = "cloud-api-key";
 
 /// Where a key was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +127,28 @@ pub fn store_api_key(url: &str, key: &ApiKey) -> Result<(), KeyError> {
         .map_err(|e| KeyError::Keyring(e.to_string()))
 }
 
+/// Binds a key saved by an earlier build (one key, no origin) to `url`, the cloud the
+/// settings name, which is the cloud it was saved for; a key already saved for that origin
+/// wins. Keyring problems are left for the lookup to report.
+pub fn adopt_unbound_key(url: &str) {
+    let (Ok(origin), Ok(old)) = (origin(url), keyring::Entry::new(SERVICE, UNBOUND_ACCOUNT)) else {
+        return;
+    };
+    let Ok(secret) = old.get_password() else {
+        return;
+    };
+    let Ok(bound) = entry(&origin) else { return };
+    if !may_carry_key(url) {
+        return; // it would never be sent there: left where it is
+    }
+    // The old key is removed only once it is saved under the origin (or one already is).
+    let unclaimed = matches!(bound.get_password(), Err(keyring::Error::NoEntry));
+    if unclaimed && bound.set_password(&secret).is_err() {
+        return;
+    }
+    let _ = old.delete_credential();
+}
+
 /// Removes the key saved for `url`'s origin; `false` if there was none.
 pub fn delete_api_key(url: &str) -> Result<bool, KeyError> {
     match entry(&origin(url)?)?.delete_credential() {
@@ -159,6 +183,22 @@ mod tests {
         for bad in ["none", "", "file:///etc/passwd", "openrouter.ai/api"] {
             assert!(matches!(origin(bad), Err(KeyError::Url(_))), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_key_saved_before_keys_were_bound_goes_to_the_configured_cloud() {
+        if std::env::var_os("TANDEM_TEST_KEYRING").is_none() {
+            eprintln!("skipped: needs a Secret Service (scripts/test.sh provides one)");
+            return;
+        }
+        let url = "https://adopt.tandem.test:8443/v1";
+        let old = keyring::Entry::new(SERVICE, UNBOUND_ACCOUNT).unwrap();
+        old.set_password("sk-old-key-1234").unwrap();
+        adopt_unbound_key(url);
+        let found = find(url).key.map(|(k, _)| k.masked());
+        assert_eq!(found.as_deref(), Some("…1234"));
+        assert!(matches!(old.get_password(), Err(keyring::Error::NoEntry)));
+        assert!(delete_api_key(url).unwrap());
     }
 
     #[test]

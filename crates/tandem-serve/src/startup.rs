@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use tandem_core::config::Config;
 use tandem_core::models::{self, ModelError};
 use tandem_core::paths::Paths;
+use tandem_core::secrets;
 
 /// A loaded engine (in whatever form `open` built it) and the cloud it talks to.
 pub struct Started<T> {
@@ -60,6 +61,9 @@ pub struct Prepared {
 /// it.
 pub fn prepare(mut config: Config, paths: &Paths) -> Result<Prepared, ModelError> {
     paths.sweep_stray_temp_files();
+    if let Some(url) = config.cloud.endpoint() {
+        secrets::adopt_unbound_key(url);
+    }
     let edge_path = models::resolve(&config.edge, &paths.models())?;
     let (stand_in, notice) = stand_in::attach(&mut config, paths);
     Ok(Prepared {
