@@ -686,6 +686,19 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         assert!(scores
             .iter()
             .all(|s| (0.0..=1.0).contains(&s.as_f64().unwrap())));
+        // And what the router saw where it scored: the reply's first position first, then
+        // a top-1 probability, a margin no larger than it and an entropy, as the edge had them.
+        // (One more than the tokens when the reply ended on the edge's end of turn.)
+        let signals = reply["signals"].as_array().unwrap();
+        assert!(
+            !signals.is_empty() && signals.len() <= scores.len() + 1,
+            "{reply}"
+        );
+        assert_eq!(signals[0][0].as_f64(), Some(0.0), "{reply}");
+        for row in signals {
+            let [_, top1, margin, entropy] = [0, 1, 2, 3].map(|i| row[i].as_f64().unwrap());
+            assert!((0.0..=1.0).contains(&top1) && margin <= top1 + 1e-4 && entropy >= 0.0);
+        }
     }
     let svg = std::fs::read_to_string(out.join("chart.svg")).unwrap();
     assert!(svg.contains("entropy") && svg.contains("margin") && svg.contains("cloud-only"));

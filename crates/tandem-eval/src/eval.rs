@@ -23,7 +23,7 @@ use tandem_core::engine::ReplyError;
 use tandem_core::event::Event;
 use tandem_core::local::EdgeWeights;
 use tandem_core::message::Message;
-use tandem_core::router::{FixedRouter, Router};
+use tandem_core::router::{Features, FixedRouter, Router};
 
 /// How long a budget controller lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -176,6 +176,54 @@ pub struct ReplyRecord {
     /// first (the answer's letter, or the wording around it).
     #[serde(default)]
     pub scores: Vec<f32>,
+    /// What the router saw at each position it scored: `[position in the reply, top-1
+    /// probability, top-1 − top-2 margin, entropy in nats]`, so that other scores of the same
+    /// positions can be ranked offline (a span's later tokens are not scored; the position
+    /// where the edge ended its turn is).
+    #[serde(default)]
+    pub signals: Vec<[f32; 4]>,
+}
+
+/// Passes a router's scores through and keeps the signals of every position it scores.
+struct Recorder<'a> {
+    inner: &'a dyn Router,
+    seen: std::sync::Mutex<Vec<[f32; 4]>>,
+}
+
+impl Recorder<'_> {
+    fn take(&self) -> Vec<[f32; 4]> {
+        std::mem::take(&mut *self.seen.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Router for Recorder<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn score(&self, f: &Features<'_>) -> f32 {
+        let round = |x: f32| (x * 1e4).round() / 1e4;
+        let s = f.signals;
+        let row = [
+            f.position as f32,
+            round(s.top1_prob),
+            round(s.margin),
+            round(s.entropy),
+        ];
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(row);
+        self.inner.score(f)
+    }
+
+    fn needs_hidden_state(&self) -> bool {
+        self.inner.needs_hidden_state()
+    }
+
+    fn threshold_for_share(&self, share: f32) -> f32 {
+        self.inner.threshold_for_share(share)
+    }
 }
 
 /// What [`evaluate`] measured.
@@ -279,11 +327,15 @@ pub fn evaluate(
                 }
                 true
             };
+            let recorder = Recorder {
+                inner: run.spec.scorer.as_ref(),
+                seen: Default::default(),
+            };
             let collaboration = Collaboration {
                 // Casts shorten the trait objects' lifetimes to this one reply.
                 edge: &mut *edge as &mut dyn EdgeModel,
                 cloud: cloud.as_mut().map(|c| &mut **c as &mut dyn Cloud),
-                router: run.spec.scorer.as_ref(),
+                router: &recorder,
                 budget: &run.live,
                 messages: &messages,
             };
@@ -318,6 +370,7 @@ pub fn evaluate(
                 correct,
                 cloud_tokens: usage.cloud_tokens,
                 scores,
+                signals: recorder.take(),
             });
         }
         progress(q + 1, rows.len());
