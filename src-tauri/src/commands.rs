@@ -233,14 +233,12 @@ pub fn key_clear(state: AppState<'_>, url: String) -> Result<KeyStatus> {
 
 /// The cloud a key is for: a URL, not the local stand-in (which needs none).
 fn endpoint(url: &str) -> Result<&str> {
-    Some(url.trim())
-        .filter(|u| !u.is_empty() && *u != "none")
-        .ok_or_else(|| {
-            AppError::new(
-                ErrorKind::InvalidInput,
-                "enter the cloud's URL first: a key is saved for the endpoint it is sent to",
-            )
-        })
+    tandem_core::config::endpoint(url.trim()).ok_or_else(|| {
+        AppError::new(
+            ErrorKind::InvalidInput,
+            "enter the cloud's URL first: a key is saved for the endpoint it is sent to",
+        )
+    })
 }
 
 fn key_error(e: KeyError) -> AppError {

@@ -8,7 +8,7 @@ use tandem_core::cloud::CloudMode;
 pub use tandem_core::cloud::{CloudPreset, CLOUD_PRESETS};
 use tandem_core::config::Config;
 use tandem_core::router::RouterKind;
-use tandem_core::secrets::{self, KeySource};
+use tandem_core::secrets::{self, KeyError, KeySource};
 use tandem_core::spend::DayUse;
 
 /// The cloud as the header shows it.
@@ -88,12 +88,9 @@ impl KeyStatus {
             source,
             masked,
             origin: secrets::origin(url).ok(),
-            keyring_problem: lookup.withheld.or(lookup.keyring_problem.map(|p| {
-                format!(
-                    "the OS keyring is unavailable ({p}); set {} instead",
-                    secrets::API_KEY_VAR
-                )
-            })),
+            keyring_problem: lookup.withheld.or(lookup
+                .keyring_problem
+                .map(|p| KeyError::Keyring(p).to_string())),
         }
     }
 }

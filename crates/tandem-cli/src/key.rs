@@ -5,11 +5,11 @@
 //! `set` reads the key from standard input, never from the command line, so it does not
 //! end up in shell history or the process list.
 
+use crate::settings;
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use tandem_core::cloud::ApiKey;
-use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::secrets::{self, KeySource};
 
@@ -97,12 +97,8 @@ fn cloud_url(args: &Args) -> Result<String> {
     if let Some(url) = &args.url {
         return Ok(url.trim().to_owned());
     }
-    let paths = Paths::discover();
-    let path = args
-        .config
-        .clone()
-        .unwrap_or_else(|| Config::default_path(&paths.config));
-    let config = Config::load(&path).context("reading settings")?;
+    let config =
+        settings::load(args.config.as_deref(), &Paths::discover()).context("reading settings")?;
     match config.cloud.endpoint() {
         Some(url) => Ok(url.to_owned()),
         None => bail!(

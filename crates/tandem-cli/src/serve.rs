@@ -1,9 +1,9 @@
 //! `tandem serve`: its flags over the settings file, then the server of `tandem-serve`.
 
+use crate::settings;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::net::SocketAddr;
-use tandem_core::config::Config;
 use tandem_core::local::{default_threads, LocalOptions};
 use tandem_core::models;
 use tandem_core::paths::Paths;
@@ -50,11 +50,7 @@ fn deadline(text: &str) -> Result<f64, String> {
 /// Loads the model, binds, prints `listening on URL`, and serves until interrupted.
 pub fn run(args: Args) -> Result<()> {
     let paths = Paths::discover();
-    let config_path = args
-        .config
-        .clone()
-        .unwrap_or_else(|| Config::default_path(&paths.config));
-    let config = Config::load(&config_path)?;
+    let config = settings::load(args.config.as_deref(), &paths)?;
     let model = args.model.unwrap_or(config.serve.model);
     let model_path = models::resolve(&model, &paths.models())?;
     let host = args.host.unwrap_or(config.serve.host);

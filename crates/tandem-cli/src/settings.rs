@@ -2,10 +2,10 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tandem_core::budget::parse_share;
 use tandem_core::cloud::CloudMode;
-use tandem_core::config::Config;
+use tandem_core::config::{Config, ConfigError};
 use tandem_core::engine::Engine;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
@@ -79,11 +79,7 @@ impl Overrides {
 
     /// The settings file with these flags applied.
     pub fn resolve(&self, paths: &Paths) -> Result<Config> {
-        let path = self
-            .config
-            .clone()
-            .unwrap_or_else(|| Config::default_path(&paths.config));
-        let mut c = Config::load(&path).with_context(|| "reading settings")?;
+        let mut c = load(self.config.as_deref(), paths).with_context(|| "reading settings")?;
         if let Some(v) = &self.edge {
             c.edge = v.clone();
         }
@@ -129,6 +125,12 @@ impl Overrides {
         }
         Ok(c)
     }
+}
+
+/// The settings file `--config` names, or the one in the platform config folder.
+pub fn load(path: Option<&Path>, paths: &Paths) -> Result<Config, ConfigError> {
+    let path = path.map_or_else(|| Config::default_path(&paths.config), Path::to_owned);
+    Config::load(&path)
 }
 
 /// Shows on stderr what the user should know about how the engine started.

@@ -98,10 +98,15 @@ impl Default for CloudSettings {
     }
 }
 
+/// The cloud a URL setting names: none for "" (the local stand-in) or "none" (no cloud).
+pub fn endpoint(url: &str) -> Option<&str> {
+    Some(url).filter(|url| !url.is_empty() && *url != "none")
+}
+
 impl CloudSettings {
     /// The endpoint to call, if any.
     pub fn endpoint(&self) -> Option<&str> {
-        Some(self.url.as_str()).filter(|url| !url.is_empty() && *url != "none")
+        endpoint(&self.url)
     }
 
     /// Whether no cloud is configured and the local stand-in should serve instead.

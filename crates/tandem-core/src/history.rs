@@ -406,14 +406,20 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn conversations_survive_a_reopen_with_their_provenance() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ConversationStore::new(dir.path());
+    /// A conversation of one question and its routed reply, saved in `store`.
+    fn sky_question(store: &ConversationStore) -> Conversation {
         let mut c = store.create().unwrap();
         c.push_user("What colour is the sky on a clear day, usually?");
         c.push_reply(ReplyMode::Routed, reply_events());
         store.save(&mut c).unwrap();
+        c
+    }
+
+    #[test]
+    fn conversations_survive_a_reopen_with_their_provenance() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConversationStore::new(dir.path());
+        let c = sky_question(&store);
 
         let again = ConversationStore::new(dir.path()).get(&c.id).unwrap();
         assert_eq!(again, c);
@@ -649,10 +655,7 @@ mod tests {
         ) {
             let dir = tempfile::tempdir().unwrap();
             let store = ConversationStore::new(dir.path());
-            let mut c = store.create().unwrap();
-            c.push_user("What colour is the sky on a clear day, usually?");
-            c.push_reply(ReplyMode::Routed, reply_events());
-            store.save(&mut c).unwrap();
+            let c = sky_question(&store);
             let path = store.path(&c.id).unwrap();
             let bytes = crate::damage::apply(std::fs::read(&path).unwrap(), at, damage);
             std::fs::write(&path, &bytes).unwrap();

@@ -66,9 +66,12 @@ pub fn may_carry_key(url: &str) -> bool {
     url.trim().to_ascii_lowercase().starts_with("https://") || is_on_this_machine(url)
 }
 
-fn entry(origin: &str) -> Result<keyring::Entry, KeyError> {
+fn entry(origin: &str) -> keyring::Result<keyring::Entry> {
     keyring::Entry::new(SERVICE, &format!("{ACCOUNT_PREFIX}{origin}"))
-        .map_err(|e| KeyError::Keyring(e.to_string()))
+}
+
+fn unavailable(e: keyring::Error) -> KeyError {
+    KeyError::Keyring(e.to_string())
 }
 
 /// The key to send to `url`: the environment first, then the keyring entry saved for its
@@ -97,21 +100,17 @@ fn find(url: &str) -> KeyLookup {
     let Ok(origin) = origin(url) else {
         return KeyLookup::default();
     };
-    let problem = |p: String| KeyLookup {
-        keyring_problem: Some(p),
-        ..KeyLookup::default()
-    };
-    let entry = match entry(&origin) {
-        Ok(entry) => entry,
-        Err(e) => return problem(e.to_string()),
-    };
-    match entry.get_password() {
+    match entry(&origin).and_then(|entry| entry.get_password()) {
         Ok(secret) => KeyLookup {
             key: ApiKey::new(secret).map(|k| (k, KeySource::Keyring)),
             ..KeyLookup::default()
         },
         Err(keyring::Error::NoEntry) => KeyLookup::default(),
-        Err(e) => problem(e.to_string()),
+        // The keyring's own words; callers say what it means for the user.
+        Err(e) => KeyLookup {
+            keyring_problem: Some(e.to_string()),
+            ..KeyLookup::default()
+        },
     }
 }
 
@@ -122,9 +121,9 @@ pub fn store_api_key(url: &str, key: &ApiKey) -> Result<(), KeyError> {
     if !may_carry_key(url) {
         return Err(KeyError::PlainHttp(origin));
     }
-    entry(&origin)?
-        .set_password(key.expose())
-        .map_err(|e| KeyError::Keyring(e.to_string()))
+    entry(&origin)
+        .and_then(|entry| entry.set_password(key.expose()))
+        .map_err(unavailable)
 }
 
 /// Binds a key saved by an earlier build (one key, no origin) to `url`, the cloud the
@@ -151,10 +150,10 @@ pub fn adopt_unbound_key(url: &str) {
 
 /// Removes the key saved for `url`'s origin; `false` if there was none.
 pub fn delete_api_key(url: &str) -> Result<bool, KeyError> {
-    match entry(&origin(url)?)?.delete_credential() {
+    match entry(&origin(url)?).and_then(|entry| entry.delete_credential()) {
         Ok(()) => Ok(true),
         Err(keyring::Error::NoEntry) => Ok(false),
-        Err(e) => Err(KeyError::Keyring(e.to_string())),
+        Err(e) => Err(unavailable(e)),
     }
 }
 

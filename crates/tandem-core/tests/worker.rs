@@ -206,7 +206,8 @@ fn stop_ends_a_reply_that_is_waiting_for_a_stalled_cloud_at_once() {
     );
 }
 
-/// Resident memory (KiB) and open file descriptors of this process.
+/// Resident memory (KiB) and open file descriptors of this process (also for the fault
+/// matrix's table).
 fn footprint() -> (u64, usize) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let rss = status

@@ -270,15 +270,6 @@ fn run(edge: &std::path::Path, case: &Case) -> (Seen, usize) {
     (seen, fake.requests())
 }
 
-fn resident_mib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kib| kib / 1024)
-}
-
 #[test]
 fn every_cloud_fault_ends_in_a_finished_reply_that_says_why() {
     let Some(edge) = model(SMOLLM2) else { return };
@@ -339,7 +330,7 @@ fn every_cloud_fault_ends_in_a_finished_reply_that_says_why() {
             if said.is_empty() { "–".into() } else { said },
             requests,
             seen.seconds,
-            resident_mib()
+            crate::footprint().0 / 1024
         ));
     }
     println!(
