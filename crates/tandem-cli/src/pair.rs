@@ -133,12 +133,13 @@ impl Progress {
     pub fn show(&self, done: usize, total: usize, extra: &str) {
         let fresh = done.saturating_sub(self.first).max(1);
         let per = self.started.elapsed().as_secs_f64() / fresh as f64;
-        let eta = per * total.saturating_sub(done) as f64;
+        // Whole seconds first, so 119.6 s reads 2m00s and not 1m60s.
+        let eta = (per * total.saturating_sub(done) as f64).round() as u64;
         eprint!(
-            "\r[{}] {done}/{total} · {per:.2} s each · ETA {:.0}m{:02.0}s · {extra}   ",
+            "\r[{}] {done}/{total} · {per:.2} s each · ETA {}m{:02}s · {extra}   ",
             self.label,
-            (eta / 60.0).floor(),
-            eta % 60.0
+            eta / 60,
+            eta % 60
         );
     }
 

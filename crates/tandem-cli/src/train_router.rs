@@ -28,6 +28,10 @@ pub struct Args {
     /// Folder of collected features (default: in the cache, per pair and data).
     #[arg(long)]
     features: Option<PathBuf>,
+    /// Also train on features already collected in these folders (other data or prompt
+    /// formats for the same pair), so one router learns every kind of reply.
+    #[arg(long = "with", value_name = "FOLDER")]
+    with: Vec<PathBuf>,
     /// Where to write the router.
     #[arg(long)]
     out: PathBuf,
@@ -106,18 +110,27 @@ pub fn run(args: Args) -> Result<()> {
             collected.failed
         );
     }
-    let set = FeatureSet::read(&folder)?;
+    let folders: Vec<PathBuf> = std::iter::once(folder.clone())
+        .chain(args.with.iter().cloned())
+        .collect();
+    let set = FeatureSet::merge(&folders)?;
     let options = TrainOptions {
         use_hidden: !args.signals_only,
         hidden_layers: vec![args.width],
         ..TrainOptions::default()
     };
     eprintln!(
-        "[train] {} positions from {}",
+        "[train] {} positions from {} ({})",
         set.records.len(),
-        folder.display()
+        set.header.data,
+        set.header.prompt
     );
     let (router, report) = train::train(&set, &options)?;
+    let data_name = if args.with.is_empty() {
+        data_name
+    } else {
+        format!("{} ({})", set.header.data, set.header.prompt)
+    };
     router
         .save(&args.out, &pair.ids, &data_name)
         .with_context(|| format!("writing {}", args.out.display()))?;

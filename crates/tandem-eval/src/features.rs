@@ -296,6 +296,56 @@ impl FeatureSet {
         let records = read_records(&dir.join("features.bin"), &header)?;
         Ok(Self { header, records })
     }
+
+    /// One set of several collected for the same models (other data, other prompt formats),
+    /// so one router learns every kind of reply. Examples are renumbered to stay apart;
+    /// sets from another edge, cloud or feature layout are refused.
+    pub fn merge(dirs: &[PathBuf]) -> Result<Self, FeaturesError> {
+        let mut merged: Option<FeatureSet> = None;
+        for dir in dirs {
+            let mut set = Self::read(dir)?;
+            let Some(into) = merged.as_mut() else {
+                merged = Some(set);
+                continue;
+            };
+            let (a, b) = (&into.header, &set.header);
+            if (
+                &a.edge_sha256,
+                &a.cloud,
+                a.hidden_size,
+                &a.signals,
+                a.version,
+            ) != (
+                &b.edge_sha256,
+                &b.cloud,
+                b.hidden_size,
+                &b.signals,
+                b.version,
+            ) {
+                return Err(FeaturesError::Mismatch {
+                    dir: dir.clone(),
+                    found: b.describe(),
+                    wanted: a.describe(),
+                });
+            }
+            let offset = into
+                .records
+                .iter()
+                .map(|r| r.example + 1)
+                .max()
+                .unwrap_or(0);
+            for r in &mut set.records {
+                r.example += offset;
+            }
+            into.header.data = format!("{} + {}", into.header.data, b.data);
+            into.header.prompt = format!("{} + {}", into.header.prompt, b.prompt);
+            into.records.append(&mut set.records);
+        }
+        merged.ok_or_else(|| FeaturesError::Header {
+            path: PathBuf::new(),
+            detail: "no features folder given".into(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -376,6 +426,55 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![(0, 0), (1, 0), (1, 1)]
         );
+    }
+
+    #[test]
+    fn sets_of_one_pair_merge_with_their_examples_kept_apart() {
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let chat = Header::new(
+            "abc",
+            "edge",
+            "cloud",
+            4,
+            "chat:train",
+            ChoiceFormat::default(),
+        );
+        let last = Header::new(
+            "abc",
+            "edge",
+            "cloud",
+            4,
+            "csqa:train",
+            ChoiceFormat::AnswerLast,
+        );
+        for (dir, header) in dirs.iter().zip([header(), chat, last]) {
+            let (mut w, _) = FeatureWriter::open(dir.path(), header).unwrap();
+            w.write_example(&[record(0, 0, 4), record(0, 1, 4)])
+                .unwrap();
+            w.write_example(&[record(2, 0, 4)]).unwrap();
+        }
+        let paths: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_owned()).collect();
+        let set = FeatureSet::merge(&paths).unwrap();
+        let examples: Vec<u32> = set.records.iter().map(|r| r.example).collect();
+        assert_eq!(examples, [0, 0, 2, 3, 3, 5, 6, 6, 8]);
+        assert_eq!(set.header.data, "csqa:train + chat:train + csqa:train");
+        assert_eq!(
+            set.header.prompt,
+            "letter-text-because/3 + letter-text-because/3 + reason-then-answer/1"
+        );
+
+        let other = tempfile::tempdir().unwrap();
+        let header = Header::new(
+            "xyz",
+            "edge",
+            "cloud",
+            4,
+            "chat:train",
+            ChoiceFormat::default(),
+        );
+        FeatureWriter::open(other.path(), header).unwrap();
+        let err = FeatureSet::merge(&[paths[0].clone(), other.path().to_owned()]).unwrap_err();
+        assert!(matches!(err, FeaturesError::Mismatch { .. }), "{err}");
     }
 
     #[test]

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeSet;
 use tandem_core::cloud::{CloudClient, CloudConfig};
+use tandem_core::edge::EdgeModel;
 use tandem_core::local::{EdgeWeights, LocalOptions};
-use tandem_eval::data::{ChoiceRow, Choices, Row};
+use tandem_eval::data::{ChatRow, ChoiceRow, Choices, Row};
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
 use tandem_eval::labels::{self, Questions};
 use tandem_eval::task::ChoiceFormat;
@@ -170,4 +171,70 @@ fn a_cloud_running_the_edge_model_itself_almost_never_disagrees() {
         set.records.len()
     );
     assert!(positives <= 1, "{positives} answers decided differently");
+}
+
+#[test]
+fn a_chat_disagreement_is_critical_only_when_the_cloud_cannot_recover_from_it_in_time() {
+    let Some(path) = model(SMOLLM2) else { return };
+    let weights = EdgeWeights::load(&path, "smollm2").unwrap();
+    let mut edge = weights.session(&options()).unwrap();
+    // The cloud names the answer as its 11th token; asked to go on from any other prefix it
+    // starts over, so it names the answer 11 tokens later.
+    let mut words = vec![" Well"; 10];
+    words.push(" Canberra");
+    let fake = FakeCloud::start(Script::cycle(&words)).unwrap();
+    let mut cloud = CloudClient::new(CloudConfig::new(fake.base_url())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let row = Row::Chat(ChatRow {
+        id: "capital".into(),
+        question: "What is the capital of Australia?".into(),
+        accept: vec!["Canberra".into()],
+    });
+    let (mut writer, done) = FeatureWriter::open(dir.path(), header(&weights, "fake")).unwrap();
+    let collected = labels::collect(
+        &weights,
+        &mut edge,
+        &mut cloud,
+        Questions {
+            rows: std::slice::from_ref(&row),
+            format: ChoiceFormat::default(),
+        },
+        &done,
+        &mut writer,
+        &mut |_| {},
+    )
+    .unwrap();
+    drop(writer);
+    let records = FeatureSet::read(dir.path()).unwrap().records;
+    let canberra = records
+        .iter()
+        .position(|r| edge.piece_text(r.cloud_token) == " Canberra")
+        .expect("the cloud's answer was read back");
+    assert_eq!(canberra, 10);
+    // The answer's own token settles it without asking (the edge does not say " Canberra").
+    assert!(records[canberra].label);
+    let asked: Vec<_> = records
+        .iter()
+        .filter(|r| r.edge_token != r.cloud_token && usize::from(r.position) < canberra)
+        .collect();
+    assert!(!asked.is_empty(), "SmolLM2 does not say \"Well\" ten times");
+    assert_eq!(
+        collected.requests,
+        1 + asked
+            .iter()
+            .filter(|r| !edge.is_end_of_turn(r.edge_token))
+            .count(),
+        "one answer, then one continuation per disagreement before the answer is written"
+    );
+    for r in &records {
+        let position = usize::from(r.position);
+        // From the edge's token at position p the cloud names the answer 11 tokens later; it
+        // may take the tokens its own reply still needed (11 - p) plus 8, so it recovers for
+        // p ≤ 8. Ending the reply early (the edge's end of turn) never names it. After the
+        // answer is written nothing is asked.
+        let astray = r.edge_token != r.cloud_token
+            && position <= canberra
+            && (position >= 9 || edge.is_end_of_turn(r.edge_token));
+        assert_eq!(r.label, astray, "position {position}");
+    }
 }
