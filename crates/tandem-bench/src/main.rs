@@ -4,7 +4,8 @@
 //! 1. Edge decode speed: Tandem's llama.cpp loop against llama.cpp's own `llama-server`
 //!    (same GGUF, same threads, same greedy tokens).
 //! 2. The routed loop with the cloud disabled (router scoring every token) against the
-//!    plain local loop, with the entropy router and with the MLP router (hidden states on).
+//!    plain local loop, with the app's default router and with the MLP router (hidden
+//!    states on).
 //! 3. Cloud requests per cloud token with spans of 4 against spans of 1.
 //! 4. Prompt tokens `tandem serve` decodes per request with prefix reuse against without.
 
@@ -16,12 +17,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tandem_core::budget::{CloudBudget, LiveBudget};
 use tandem_core::cloud::{Cloud, CloudClient, CloudConfig};
+use tandem_core::config::RouterSettings;
 use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::{EdgeModel, Outputs};
 use tandem_core::event::{Event, Usage};
 use tandem_core::local::{EdgeWeights, LocalOptions};
 use tandem_core::message::Message;
-use tandem_core::router::{EntropyRouter, MlpRouter, Router};
+use tandem_core::router::{self, MlpRouter, ModelPair, Router};
 use tandem_core::sampling::{Sampler, SamplingParams};
 
 /// Flags.
@@ -87,6 +89,17 @@ fn main() -> Result<()> {
 
     eprintln!("2/4 routed loop with the cloud off vs plain local loop");
     let mlp = MlpRouter::load(&args.mlp, None)?;
+    // The router a new user runs; the MLP row below covers a router that reads hidden states.
+    let default_kind = RouterSettings::default().kind;
+    let unchecked = ModelPair {
+        edge_sha256: String::new(),
+        cloud: String::new(),
+    };
+    let (default_router, _) = router::build(default_kind, Some(&args.mlp), &unchecked);
+    let default_local = LocalOptions {
+        hidden_state: default_router.needs_hidden_state(),
+        ..local
+    };
     let with_hidden = LocalOptions {
         hidden_state: true,
         ..local
@@ -95,8 +108,8 @@ fn main() -> Result<()> {
     for _ in 0..args.rounds {
         routed.push(routed_off_tps(
             &weights,
-            &local,
-            &EntropyRouter,
+            &default_local,
+            default_router.as_ref(),
             &prompt,
             args.tokens,
         )?);
@@ -110,7 +123,10 @@ fn main() -> Result<()> {
         plain.push(plain_decode_tps(&weights, &local, &prompt, args.tokens)?);
     }
     rows.push(Row::ratio(
-        "Decode tok/s: routed (entropy), cloud off ÷ local only",
+        format!(
+            "Decode tok/s: routed (default, {}), cloud off ÷ local only",
+            default_router.name()
+        ),
         &routed,
         &plain,
         "≥ 0.98",
@@ -147,7 +163,7 @@ fn main() -> Result<()> {
     // Edge and cloud share two cores: one thread each.
     let edge_one = LocalOptions {
         threads: 1,
-        ..local
+        ..default_local
     };
     let mut requests_per_token = Vec::new();
     let mut decoded_per_request = Vec::new();
@@ -169,6 +185,7 @@ fn main() -> Result<()> {
             let usage = routed_reply(
                 &weights,
                 &edge_one,
+                default_router.as_ref(),
                 &running.base_url(),
                 text,
                 span,
@@ -279,6 +296,7 @@ fn routed_off_tps(
 fn routed_reply(
     weights: &EdgeWeights,
     local: &LocalOptions,
+    router: &dyn Router,
     cloud_url: &str,
     text: &str,
     span: u32,
@@ -291,7 +309,7 @@ fn routed_reply(
     let collaboration = Collaboration {
         edge: &mut edge,
         cloud: Some(&mut cloud as &mut dyn Cloud),
-        router: &EntropyRouter,
+        router,
         budget: &live,
         messages: &[],
     };
@@ -324,16 +342,16 @@ fn serve_counters(base_url: &str) -> Result<(u64, u64)> {
 }
 
 struct Row {
-    what: &'static str,
+    what: String,
     ours: f64,
     theirs: f64,
     goal: &'static str,
 }
 
 impl Row {
-    fn ratio(what: &'static str, ours: &[f64], theirs: &[f64], goal: &'static str) -> Row {
+    fn ratio(what: impl Into<String>, ours: &[f64], theirs: &[f64], goal: &'static str) -> Row {
         Row {
-            what,
+            what: what.into(),
             ours: median(ours),
             theirs: median(theirs),
             goal,
@@ -342,7 +360,7 @@ impl Row {
 
     fn pair(what: &'static str, ours: f64, theirs: f64) -> Row {
         Row {
-            what,
+            what: what.into(),
             ours,
             theirs,
             goal: "lower is better",

@@ -25,6 +25,7 @@ mod split;
 mod tests;
 
 pub use error::TrainError;
+pub use metrics::ReplyHits;
 pub use options::TrainOptions;
 
 use crate::calibration::{calibrate, CLOUD_SHARES};
@@ -57,6 +58,9 @@ pub struct TrainReport {
     pub held_out_auc: Option<f32>,
     /// Share of held-out records that are positives: what an oracle would send to the cloud.
     pub held_out_positive_share: f32,
+    /// Held-out replies whose critical position a per-reply share would buy, beside margin
+    /// and entropy on the same replies.
+    pub held_out_reply_hits: Vec<metrics::ReplyHits>,
     /// Examples in the training split.
     pub train_examples: usize,
     /// Examples in the held-out split.
@@ -140,6 +144,7 @@ pub fn train(
         held_out_loss: fit.held_out_loss,
         held_out_auc: metrics::auc(&held_out_scores, &held_out_labels),
         held_out_positive_share: held_out_positives as f32 / split.held_out.len() as f32,
+        held_out_reply_hits: metrics::reply_hits(&split.held_out, &held_out_scores),
         train_examples: split.train_examples,
         held_out_examples: split.held_out_examples,
         train_records: split.train.len(),
