@@ -103,9 +103,15 @@ describe("chat", () => {
     const background = () => token.evaluate((el) => getComputedStyle(el).backgroundColor);
     expect(await background()).not.toBe("rgba(0, 0, 0, 0)");
 
+    // Its cloud is drawn, not a font glyph (Debian's default fonts lack "☁").
+    const toggle = page.locator("#highlight-toggle");
+    expect(await toggle.locator("svg.icon-cloud").count()).toBe(1);
+    expect((await toggle.textContent())?.trim()).toBe("Highlight");
+
     await page.locator("#highlight-toggle").click();
     expect(await background()).toBe("rgba(0, 0, 0, 0)");
     expect(await page.locator("#highlight-toggle").getAttribute("aria-pressed")).toBe("false");
+    expect((await toggle.textContent())?.trim()).toBe("No highlight");
 
     await page.reload();
     await page.waitForSelector(".chip-edge");

@@ -8,7 +8,7 @@ export function renderPrivacy(log: ReplyLog): HTMLElement {
   if (log.requests.length === 0) {
     // Older recordings have no request events: never claim privacy that was not kept.
     return made > 0
-      ? h("div", { className: "privacy privacy-unknown" },
+      ? h("div", { className: "privacy privacy-unknown" }, icon("cloud"),
           `${made} cloud request${made === 1 ? "" : "s"} made; their contents were not recorded`)
       : h("div", { className: "privacy privacy-local" }, icon("lock"), "Nothing left this machine");
   }

@@ -7,6 +7,7 @@ const PATHS = {
   unlock: ["M7 11V8a5 5 0 0 1 9.6-2", "M5 11h14v10H5z"],
   trash: ["M4 7h16", "M9 7V4h6v3", "M6 7l1 13h10l1-13", "M10 11v6", "M14 11v6"],
   pencil: ["M4 20h4L19 9l-4-4L4 16z", "M13 7l4 4"],
+  cloud: ["M7 18h10a4 4 0 0 0 .5-7.97A6 6 0 0 0 6.1 9.5 4.25 4.25 0 0 0 7 18z"],
 } as const;
 
 export type IconName = keyof typeof PATHS;

@@ -5,6 +5,7 @@
 import type { AppStatus, Meter } from "../ipc/types";
 import { renderMeter } from "../budget/meter";
 import { h } from "./dom";
+import { icon } from "./icons";
 
 const HIGHLIGHT_KEY = "tandem.highlightCloud";
 
@@ -71,7 +72,7 @@ export class Topbar {
     localStorage.setItem(HIGHLIGHT_KEY, on ? "on" : "off");
     document.body.classList.toggle("hide-provenance", !on);
     this.highlight.setAttribute("aria-pressed", String(on));
-    this.highlight.textContent = on ? "☁ Highlight" : "☁ No highlight";
+    this.highlight.replaceChildren(icon("cloud"), on ? "Highlight" : "No highlight");
     this.highlight.title = on ? "Hide the cloud-token highlighting" : "Show which tokens came from the cloud";
   }
 }
