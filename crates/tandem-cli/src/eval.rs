@@ -140,7 +140,7 @@ pub fn run(args: Args) -> Result<()> {
         data: data_name,
         budget_scope: setup.scope,
         span: setup.span,
-        prompt_format: setup.format.name().to_owned(),
+        prompt_format: tandem_eval::task::prompt_name(&rows, setup.format),
         prices: setup.prices,
         edge: pair.edge_name.clone(),
         cloud: pair.ids.cloud.clone(),

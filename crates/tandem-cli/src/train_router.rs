@@ -8,7 +8,7 @@ use tandem_core::paths::Paths;
 use tandem_eval::data;
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
 use tandem_eval::labels::{self, Questions};
-use tandem_eval::task::ChoiceFormat;
+use tandem_eval::task::{self, ChoiceFormat};
 use tandem_eval::train::{self, TrainOptions};
 
 /// Flags.
@@ -52,6 +52,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(n) => format!("{}[0..{n}]", args.data),
         None => args.data.clone(),
     };
+    let prompt = task::prompt_name(&rows, args.format);
     let folder = args.features.clone().unwrap_or_else(|| {
         let safe = |s: &str| s.replace(['/', ':', ' '], "_");
         Paths::discover().cache.join("features").join(format!(
@@ -59,7 +60,7 @@ pub fn run(args: Args) -> Result<()> {
             safe(&pair.edge_name),
             safe(&pair.ids.cloud),
             safe(&args.data),
-            safe(args.format.name())
+            safe(&prompt)
         ))
     });
     let header = Header::new(
@@ -68,7 +69,7 @@ pub fn run(args: Args) -> Result<()> {
         &pair.ids.cloud,
         pair.weights.hidden_size(),
         &args.data,
-        args.format,
+        &prompt,
     );
     let (mut writer, done) = FeatureWriter::open(&folder, header)?;
     if !done.is_empty() {

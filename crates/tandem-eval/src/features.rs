@@ -7,7 +7,6 @@
 //! appended one example at a time and flushed, so an interrupted collection resumes from the
 //! last complete example; a torn record at the end is cut off on reopening.
 
-use crate::task::ChoiceFormat;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -37,19 +36,20 @@ pub struct Header {
     pub signals: Vec<String>,
     /// The data set the prompts came from.
     pub data: String,
-    /// The prompt format ([`crate::task::ChoiceFormat::name`]) the answers were asked in.
+    /// The prompts the answers were asked with ([`crate::task::prompt_name`]).
     pub prompt: String,
 }
 
 impl Header {
-    /// A header for features collected with prompts in `format`.
+    /// A header for features collected with the prompts named `prompt`
+    /// ([`crate::task::prompt_name`]).
     pub fn new(
         edge_sha256: &str,
         edge: &str,
         cloud: &str,
         hidden_size: usize,
         data: &str,
-        format: ChoiceFormat,
+        prompt: &str,
     ) -> Self {
         Self {
             version: VERSION,
@@ -59,7 +59,7 @@ impl Header {
             hidden_size,
             signals: SIGNALS.iter().map(|s| (*s).to_owned()).collect(),
             data: data.to_owned(),
-            prompt: format.name().to_owned(),
+            prompt: prompt.to_owned(),
         }
     }
 
@@ -351,6 +351,7 @@ impl FeatureSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task::ChoiceFormat;
 
     fn record(example: u32, position: u16, hidden: usize) -> Record {
         Record {
@@ -372,7 +373,7 @@ mod tests {
             "cloud",
             4,
             "csqa:train",
-            ChoiceFormat::default(),
+            ChoiceFormat::default().name(),
         )
     }
 
@@ -437,7 +438,7 @@ mod tests {
             "cloud",
             4,
             "chat:train",
-            ChoiceFormat::default(),
+            ChoiceFormat::default().name(),
         );
         let last = Header::new(
             "abc",
@@ -445,7 +446,7 @@ mod tests {
             "cloud",
             4,
             "csqa:train",
-            ChoiceFormat::AnswerLast,
+            ChoiceFormat::AnswerLast.name(),
         );
         for (dir, header) in dirs.iter().zip([header(), chat, last]) {
             let (mut w, _) = FeatureWriter::open(dir.path(), header).unwrap();
@@ -470,7 +471,7 @@ mod tests {
             "cloud",
             4,
             "chat:train",
-            ChoiceFormat::default(),
+            ChoiceFormat::default().name(),
         );
         FeatureWriter::open(other.path(), header).unwrap();
         let err = FeatureSet::merge(&[paths[0].clone(), other.path().to_owned()]).unwrap_err();
@@ -487,7 +488,7 @@ mod tests {
             "cloud",
             4,
             "csqa:train",
-            ChoiceFormat::default(),
+            ChoiceFormat::default().name(),
         );
         let err = FeatureWriter::open(dir.path(), other).err().unwrap();
         assert!(err.to_string().contains("use another folder"), "{err}");

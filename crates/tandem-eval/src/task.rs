@@ -86,6 +86,22 @@ pub const MATH_MAX_TOKENS: u32 = 512;
 /// is measured as a user meets it.
 pub const CHAT_MAX_TOKENS: u32 = 256;
 
+/// The versioned name of the prompts `rows` are asked with (recorded with features and
+/// results): the multiple-choice format's, the math prompt's and "as-typed" for chat, joined
+/// with " + " for a mix.
+pub fn prompt_name(rows: &[Row], format: ChoiceFormat) -> String {
+    let has = |kind: fn(&Row) -> bool| rows.iter().any(kind);
+    [
+        (has(|r| matches!(r, Row::Choice(_))), format.name()),
+        (has(|r| matches!(r, Row::Math(_))), "steps-then-answer/1"),
+        (has(|r| matches!(r, Row::Chat(_))), "as-typed"),
+    ]
+    .into_iter()
+    .filter_map(|(present, name)| present.then_some(name))
+    .collect::<Vec<_>>()
+    .join(" + ")
+}
+
 /// The user message for a row.
 pub fn prompt(row: &Row, format: ChoiceFormat) -> String {
     match row {
@@ -245,6 +261,29 @@ mod tests {
             },
             answer_key: "A".into(),
         }
+    }
+
+    #[test]
+    fn a_mix_of_rows_names_every_prompt_it_was_asked_with() {
+        let choice = Row::Choice(row());
+        let chat = Row::Chat(crate::data::ChatRow {
+            id: "c".into(),
+            question: "Capital of Peru?".into(),
+            accept: vec!["Lima".into()],
+        });
+        let letter_first = ChoiceFormat::LetterFirst;
+        assert_eq!(
+            prompt_name(std::slice::from_ref(&choice), letter_first),
+            "letter-text-because/3"
+        );
+        assert_eq!(
+            prompt_name(std::slice::from_ref(&chat), letter_first),
+            "as-typed"
+        );
+        assert_eq!(
+            prompt_name(&[chat, choice], ChoiceFormat::AnswerLast),
+            "reason-then-answer/1 + as-typed"
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ fn header(weights: &EdgeWeights, cloud: &str) -> Header {
         cloud,
         weights.hidden_size(),
         "test",
-        ChoiceFormat::default(),
+        ChoiceFormat::default().name(),
     )
 }
 

@@ -57,7 +57,7 @@ pub(super) fn synthetic(
             "cloud-model",
             hidden_size,
             "synthetic",
-            ChoiceFormat::default(),
+            ChoiceFormat::default().name(),
         ),
         records,
     }
