@@ -1,6 +1,7 @@
 /**
  * Marks which model wrote each character of a rendered reply: every token's characters are
- * wrapped in a span (`cloud-token` for cloud ones, focusable), found through `alignSegments`.
+ * wrapped in a span (a focusable `<mark class="cloud-token">` for cloud ones), found through
+ * `alignSegments`.
  */
 import type { TokenEvent } from "../ipc/types";
 import { alignSegments, type Segment } from "./align";
@@ -48,12 +49,17 @@ function wrapRuns(node: Text, map: Int32Array, owner: Int32Array, tokens: readon
       fragment.appendChild(doc.createTextNode(piece));
     } else {
       const t = tokens[token]!;
-      const span = doc.createElement("span");
-      span.className = t.source === "cloud" ? "tok cloud-token" : "tok edge-token";
+      // A cloud token is a <mark> a screen reader announces as "cloud token", not only a colour.
+      const cloud = t.source === "cloud";
+      const span = doc.createElement(cloud ? "mark" : "span");
+      span.className = cloud ? "tok cloud-token" : "tok edge-token";
       span.dataset.token = String(token);
       span.dataset.source = t.source;
       span.dataset.score = t.score.toFixed(3);
-      if (t.source === "cloud") span.tabIndex = 0;
+      if (cloud) {
+        span.tabIndex = 0;
+        span.setAttribute("aria-roledescription", "cloud token");
+      }
       span.textContent = piece;
       fragment.appendChild(span);
     }
