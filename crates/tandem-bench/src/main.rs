@@ -95,7 +95,11 @@ fn main() -> Result<()> {
         edge_sha256: String::new(),
         cloud: String::new(),
     };
-    let (default_router, _) = router::build(default_kind, Some(&args.mlp), &unchecked);
+    let (default_router, notice) = router::build(default_kind, Some(&args.mlp), &unchecked);
+    if let Some(notice) = notice {
+        // The row below names the router that actually ran.
+        eprintln!("   {notice}");
+    }
     let default_local = LocalOptions {
         hidden_state: default_router.needs_hidden_state(),
         ..local

@@ -111,7 +111,7 @@ pub fn run(args: Args) -> Result<()> {
             collected.failed
         );
     }
-    let folders: Vec<PathBuf> = std::iter::once(folder.clone())
+    let folders: Vec<PathBuf> = std::iter::once(folder)
         .chain(args.with.iter().cloned())
         .collect();
     let set = FeatureSet::merge(&folders)?;

@@ -98,6 +98,21 @@ pub struct Record {
 }
 
 impl Record {
+    /// What a router sees at this position at run time, read back from the record: the
+    /// stored signals, hidden state and position.
+    pub fn router_features(&self) -> tandem_core::router::Features<'_> {
+        let [top1_prob, margin, entropy] = self.signals;
+        tandem_core::router::Features {
+            signals: tandem_core::signals::Signals {
+                top1_prob,
+                margin,
+                entropy,
+            },
+            hidden: Some(&self.hidden),
+            position: u32::from(self.position),
+        }
+    }
+
     fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.example.to_le_bytes());
         out.extend_from_slice(&self.position.to_le_bytes());

@@ -2,9 +2,10 @@
 //! llama.cpp's `llama-server`.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use tandem_core::cloud::{CloudClient, CloudConfig};
 use tandem_core::edge::EdgeModel;
-use tandem_core::local::{EdgeWeights, LocalOptions};
+use tandem_core::local::{EdgeWeights, LocalModel, LocalOptions};
 use tandem_eval::data::{ChatRow, ChoiceRow, Choices, Row};
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
 use tandem_eval::labels::{self, Questions};
@@ -47,6 +48,32 @@ fn header(weights: &EdgeWeights, cloud: &str) -> Header {
     )
 }
 
+/// Collects labels for `rows` into the features folder `dir` (resuming what it holds), as
+/// `tandem train-router` does, and closes the folder.
+fn collect(
+    weights: &EdgeWeights,
+    edge: &mut LocalModel<'_>,
+    cloud: &mut CloudClient,
+    rows: &[Row],
+    dir: &Path,
+    cloud_name: &str,
+) -> labels::LabelProgress {
+    let (mut writer, done) = FeatureWriter::open(dir, header(weights, cloud_name)).unwrap();
+    labels::collect(
+        weights,
+        edge,
+        cloud,
+        Questions {
+            rows,
+            format: ChoiceFormat::default(),
+        },
+        &done,
+        &mut writer,
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
 #[test]
 fn labels_from_the_fake_cloud_mark_where_the_edge_would_change_the_answer_and_resume_without_asking_again(
 ) {
@@ -62,21 +89,14 @@ fn labels_from_the_fake_cloud_mark_where_the_edge_would_change_the_answer_and_re
     let dir = tempfile::tempdir().unwrap();
     let questions = rows(3);
 
-    let (mut writer, done) = FeatureWriter::open(dir.path(), header(&weights, "fake")).unwrap();
-    let collected = labels::collect(
+    let collected = collect(
         &weights,
         &mut edge,
         &mut cloud,
-        Questions {
-            rows: &questions[..2],
-            format: ChoiceFormat::default(),
-        },
-        &done,
-        &mut writer,
-        &mut |_| {},
-    )
-    .unwrap();
-    drop(writer);
+        &questions[..2],
+        dir.path(),
+        "fake",
+    );
     assert_eq!(collected.done, 2);
     let completions = |fake: &FakeCloud| {
         fake.recorded()
@@ -107,20 +127,14 @@ fn labels_from_the_fake_cloud_mark_where_the_edge_would_change_the_answer_and_re
 
     // Resuming skips what is surely complete: the last example written could have been torn
     // by a crash, so it is collected again with the third one; nothing is stored twice.
-    let (mut writer, done) = FeatureWriter::open(dir.path(), header(&weights, "fake")).unwrap();
-    labels::collect(
+    collect(
         &weights,
         &mut edge,
         &mut cloud,
-        Questions {
-            rows: &questions,
-            format: ChoiceFormat::default(),
-        },
-        &done,
-        &mut writer,
-        &mut |_| {},
-    )
-    .unwrap();
+        &questions,
+        dir.path(),
+        "fake",
+    );
     assert_eq!(completions(&fake), 4);
     let records = FeatureSet::read(dir.path()).unwrap().records;
     let examples: BTreeSet<u32> = records.iter().map(|r| r.example).collect();
@@ -139,21 +153,14 @@ fn a_cloud_running_the_edge_model_itself_almost_never_disagrees() {
     let mut edge = weights.session(&options()).unwrap();
     let mut cloud = CloudClient::new(CloudConfig::new(server.base_url.clone())).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (mut writer, done) =
-        FeatureWriter::open(dir.path(), header(&weights, "llama-server")).unwrap();
-    labels::collect(
+    collect(
         &weights,
         &mut edge,
         &mut cloud,
-        Questions {
-            rows: &rows(4),
-            format: ChoiceFormat::default(),
-        },
-        &done,
-        &mut writer,
-        &mut |_| {},
-    )
-    .unwrap();
+        &rows(4),
+        dir.path(),
+        "llama-server",
+    );
     let set = FeatureSet::read(dir.path()).unwrap();
     let positives = set.records.iter().filter(|r| r.label).count();
     assert!(set.records.len() >= 4, "{} positions", set.records.len());
@@ -190,21 +197,14 @@ fn a_chat_disagreement_is_critical_only_when_the_cloud_cannot_recover_from_it_in
         question: "What is the capital of Australia?".into(),
         accept: vec!["Canberra".into()],
     });
-    let (mut writer, done) = FeatureWriter::open(dir.path(), header(&weights, "fake")).unwrap();
-    let collected = labels::collect(
+    let collected = collect(
         &weights,
         &mut edge,
         &mut cloud,
-        Questions {
-            rows: std::slice::from_ref(&row),
-            format: ChoiceFormat::default(),
-        },
-        &done,
-        &mut writer,
-        &mut |_| {},
-    )
-    .unwrap();
-    drop(writer);
+        std::slice::from_ref(&row),
+        dir.path(),
+        "fake",
+    );
     let records = FeatureSet::read(dir.path()).unwrap().records;
     let canberra = records
         .iter()

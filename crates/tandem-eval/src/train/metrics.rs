@@ -3,8 +3,7 @@
 use crate::features::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tandem_core::router::{EntropyRouter, Features, MarginRouter, Router};
-use tandem_core::signals::Signals;
+use tandem_core::router::{EntropyRouter, MarginRouter, Router};
 
 /// Per-reply shares at which [`reply_hits`] is reported.
 pub const HIT_SHARES: [f32; 3] = [0.05, 0.10, 0.15];
@@ -31,18 +30,7 @@ pub(super) fn reply_hits(records: &[&Record], scores: &[f32]) -> Vec<ReplyHits> 
     let confidence = |router: &dyn Router| -> Vec<f32> {
         records
             .iter()
-            .map(|r| {
-                let [top1_prob, margin, entropy] = r.signals;
-                router.score(&Features {
-                    signals: Signals {
-                        top1_prob,
-                        margin,
-                        entropy,
-                    },
-                    hidden: None,
-                    position: u32::from(r.position),
-                })
-            })
+            .map(|r| router.score(&r.router_features()))
             .collect()
     };
     let (margin, entropy) = (confidence(&MarginRouter), confidence(&EntropyRouter));

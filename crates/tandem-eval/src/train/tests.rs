@@ -88,16 +88,7 @@ fn mixed() -> &'static (TrainedRouter, TrainReport) {
 }
 
 fn runtime_score(router: &MlpRouter, r: &Record) -> f32 {
-    let [top1_prob, margin, entropy] = r.signals;
-    router.score(&Features {
-        signals: Signals {
-            top1_prob,
-            margin,
-            entropy,
-        },
-        hidden: Some(&r.hidden),
-        position: 0,
-    })
+    router.score(&r.router_features())
 }
 
 /// The router as users get it: written to a file and loaded by the runtime.
