@@ -13,6 +13,7 @@ use crate::views::{
 };
 use std::sync::Arc;
 use tandem_core::budget::CloudBudget;
+use tandem_core::chat_settings::ChatSettings;
 use tandem_core::cloud::ApiKey;
 use tandem_core::engine::ReplyMode;
 use tandem_core::event::Event;
@@ -49,7 +50,7 @@ pub fn conversations_list(
 /// A new, empty conversation.
 #[tauri::command(async)]
 pub fn conversation_create(state: AppState<'_>) -> Result<Conversation> {
-    Ok(state.store.create()?)
+    Ok(state.store.create(state.config().chat_settings())?)
 }
 
 /// One conversation with every message and reply event.
@@ -89,6 +90,22 @@ pub fn conversation_set_local_only(
 ) -> Result<Conversation> {
     let mut conversation = state.store.get(&id)?;
     conversation.local_only = local_only;
+    state.store.save(&mut conversation)?;
+    Ok(conversation)
+}
+
+/// Sets how a conversation's next replies are written.
+#[tauri::command(async)]
+pub fn conversation_set_settings(
+    state: AppState<'_>,
+    id: String,
+    settings: ChatSettings,
+) -> Result<Conversation> {
+    settings
+        .validate()
+        .map_err(|e| AppError::new(ErrorKind::InvalidInput, e))?;
+    let mut conversation = state.store.get(&id)?;
+    conversation.settings = settings;
     state.store.save(&mut conversation)?;
     Ok(conversation)
 }
@@ -180,6 +197,9 @@ pub fn settings_set(state: AppState<'_>, settings: SettingsView) -> Result<Setti
             "choose an edge model",
         ));
     }
+    (settings.chat)
+        .validate()
+        .map_err(|e| AppError::new(ErrorKind::InvalidInput, e))?;
     let config = state.update_config(|c| settings.apply(c))?;
     state.restart_engine();
     Ok(SettingsView::of(&config))

@@ -35,6 +35,7 @@ pub fn build<R: Runtime>(builder: Builder<R>, paths: Paths) -> tauri::Result<App
             commands::conversation_rename,
             commands::conversation_delete,
             commands::conversation_set_local_only,
+            commands::conversation_set_settings,
             commands::conversation_export,
             commands::reply_send,
             commands::reply_regenerate,

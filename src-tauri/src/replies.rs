@@ -10,6 +10,7 @@
 use crate::error::{AppError, ErrorKind};
 use crate::state::Shared;
 use std::sync::Arc;
+use tandem_core::chat_settings::ChatSettings;
 use tandem_core::engine::ReplyMode;
 use tandem_core::engine_thread::ReplyHandle;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, Usage};
@@ -52,7 +53,12 @@ pub fn start(
         }
     }
     let mode = conversation.reply_mode();
-    let handle = begin(shared, conversation.turns(), mode)?;
+    let handle = begin(
+        shared,
+        conversation.turns(),
+        mode,
+        conversation.settings.clone(),
+    )?;
     let early_failure = shared.store.save(&mut conversation).err();
     let asked = conversation.summary();
     let store = shared.store.clone();
@@ -83,13 +89,19 @@ pub fn compare(
             "the message is empty",
         ));
     }
-    let handle = begin(shared, vec![Message::user(text)], mode)?;
+    let settings = shared.config().chat_settings();
+    let handle = begin(shared, vec![Message::user(text)], mode, settings)?;
     stream(shared, handle, None, forward, |_| Ok(()));
     Ok(())
 }
 
 /// Queues a reply unless one is running.
-fn begin(shared: &Shared, turns: Vec<Message>, mode: ReplyMode) -> Result<ReplyHandle, AppError> {
+fn begin(
+    shared: &Shared,
+    turns: Vec<Message>,
+    mode: ReplyMode,
+    settings: ChatSettings,
+) -> Result<ReplyHandle, AppError> {
     let loaded = shared.engine.ready()?;
     let mut current = shared
         .current_reply
@@ -103,7 +115,7 @@ fn begin(shared: &Shared, turns: Vec<Message>, mode: ReplyMode) -> Result<ReplyH
     }
     let handle = loaded
         .engine()
-        .reply(turns, mode)
+        .reply(turns, mode, settings)
         .map_err(|e| AppError::new(ErrorKind::EngineUnavailable, e.to_string()))?;
     *current = Some(handle.stopper());
     Ok(handle)

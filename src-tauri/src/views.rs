@@ -4,6 +4,7 @@
 use crate::error::{AppError, ErrorKind};
 use serde::{Deserialize, Serialize};
 use tandem_core::budget::CloudBudget;
+use tandem_core::chat_settings::ChatSettings;
 use tandem_core::cloud::CloudMode;
 pub use tandem_core::cloud::{CloudPreset, CLOUD_PRESETS};
 use tandem_core::config::Config;
@@ -190,6 +191,8 @@ pub struct SettingsView {
     pub cloud: CloudSettingsView,
     /// The router.
     pub router: RouterSettingsView,
+    /// What new conversations are answered with.
+    pub chat: ChatSettings,
 }
 
 impl SettingsView {
@@ -206,6 +209,7 @@ impl SettingsView {
             router: RouterSettingsView {
                 kind: config.router.kind,
             },
+            chat: config.chat_settings(),
         }
     }
 
@@ -217,6 +221,7 @@ impl SettingsView {
         config.cloud.model = self.cloud.model.filter(|m| !m.trim().is_empty());
         config.cloud.mode = self.cloud.mode;
         config.router.kind = self.router.kind;
+        config.set_chat_settings(self.chat);
     }
 }
 

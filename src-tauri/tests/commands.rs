@@ -381,3 +381,80 @@ fn a_corrupt_model_file_is_reported_as_such() {
     assert_eq!(status["engine_error"]["kind"], "model_corrupt", "{status}");
     assert_eq!(status["cloud"]["label"], "off");
 }
+
+#[test]
+fn a_chat_is_answered_with_its_own_settings_and_new_chats_start_from_settings() {
+    let Some(edge) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" Bonjour"])).unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        format!(
+            "edge = {:?}\nthreads = 1\ncontext = 1024\nsystem_prompt = \"Be brief.\"\n\
+             [cloud]\nurl = {:?}\n[budget]\nmax_share = 1.0\n[router]\nkind = \"cloud-only\"\n",
+            edge.to_str().unwrap(),
+            fake.base_url()
+        ),
+    )
+    .unwrap();
+    let app = App::start(home.path());
+    assert_eq!(app.settled_status()["engine"], "ready");
+
+    // A new chat starts from what Settings give new chats.
+    let c = app.ok("conversation_create", json!({}));
+    assert_eq!(c["settings"]["system_prompt"], "Be brief.", "{c}");
+    assert_eq!(c["settings"]["context_policy"], "rolling");
+    let id = c["id"].as_str().unwrap().to_owned();
+
+    // What the chat is set to is what the engine does: its system prompt reaches the prompt
+    // the cloud is sent, and its reply length ends the reply.
+    let mut settings = c["settings"].clone();
+    settings["system_prompt"] = json!("Answer in French.");
+    settings["max_tokens"] = json!(3);
+    let saved = app.ok(
+        "conversation_set_settings",
+        json!({"id": id, "settings": settings}),
+    );
+    assert_eq!(saved["settings"]["max_tokens"], 3);
+    app.reply(
+        "reply_send",
+        json!({"id": id, "text": "Say hello.", "onEvent": CHANNEL}),
+    );
+    let c = app.conversation_with(&id, 2);
+    let events = c["messages"][1]["events"].as_array().unwrap();
+    let sent = events
+        .iter()
+        .find(|e| e["type"] == "cloud_request")
+        .unwrap()["sent"]
+        .as_str()
+        .unwrap();
+    assert!(
+        sent.contains("Answer in French.") && !sent.contains("Be brief."),
+        "{sent}"
+    );
+    let finished = events.last().unwrap();
+    assert_eq!(finished["reason"], "length");
+    assert_eq!(finished["usage"]["cloud_tokens"], 3);
+    // The export says how the chat was answered.
+    let markdown = app.ok(
+        "conversation_export",
+        json!({"id": id, "format": "markdown"}),
+    );
+    let markdown = markdown.as_str().unwrap();
+    assert!(markdown.contains("Answer in French.") && markdown.contains("up to 3 tokens"));
+
+    // Out-of-range numbers are refused and the chat keeps what it had.
+    settings["top_p"] = json!(0.0);
+    assert_eq!(
+        app.error_kind(
+            "conversation_set_settings",
+            json!({"id": id, "settings": settings})
+        ),
+        "invalid_input"
+    );
+    let c = app.ok("conversation_get", json!({ "id": id }));
+    assert_eq!(c["settings"]["top_p"], saved["settings"]["top_p"]);
+}

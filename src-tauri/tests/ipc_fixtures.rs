@@ -17,12 +17,14 @@ use tandem_app::views::{
     CloudInfo, KeyStatus, Meter, PullEvent, SettingsView, TestResult, CLOUD_PRESETS,
 };
 use tandem_core::budget::{CloudBudget, Prices};
+use tandem_core::chat_settings::ChatSettings;
 use tandem_core::config::Config;
 use tandem_core::engine::ReplyMode;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, TokenSource, Usage};
 use tandem_core::history::{Conversation, Message, Role};
 use tandem_core::router::RouterKind;
 use tandem_core::spend::DayUse;
+use tandem_core::window::ContextPolicy;
 
 fn value(v: impl Serialize) -> Value {
     serde_json::to_value(v).unwrap()
@@ -30,6 +32,7 @@ fn value(v: impl Serialize) -> Value {
 
 fn events() -> Vec<Event> {
     let mut events = vec![
+        Event::LeftOut { from: 0, to: 4 },
         Event::Started {
             edge_model: "qwen2.5-coder-0.5b".into(),
             cloud: Some("http://127.0.0.1:8081/v1".into()),
@@ -115,6 +118,7 @@ fn payloads() -> Value {
         created_ms: 1_764_000_000_000,
         updated_ms: 1_764_000_000_500,
         local_only: false,
+        settings: ChatSettings::default(),
         messages: vec![Message {
             role: Role::User,
             content: "Hi".into(),
@@ -151,6 +155,7 @@ fn payloads() -> Value {
         ],
         "reply_modes": [ReplyMode::Routed, ReplyMode::Edge, ReplyMode::Cloud],
         "router_kinds": RouterKind::ALL,
+        "context_policies": ContextPolicy::ALL,
     })
 }
 
@@ -287,6 +292,27 @@ fn transcript() -> Vec<Exchange> {
         .unwrap_err();
     r.call("conversation_export", json!({"id": id, "format": "pdf"}))
         .unwrap_err();
+    let chat = ChatSettings {
+        system_prompt: "Answer in one sentence.".into(),
+        temperature: 0.8,
+        top_p: 0.9,
+        max_tokens: 128,
+        context_policy: ContextPolicy::DropMiddle,
+    };
+    r.call(
+        "conversation_set_settings",
+        json!({"id": id, "settings": sent(&chat)}),
+    )
+    .unwrap();
+    let too_hot = ChatSettings {
+        temperature: 3.0,
+        ..chat
+    };
+    r.call(
+        "conversation_set_settings",
+        json!({"id": id, "settings": sent(too_hot)}),
+    )
+    .unwrap_err();
 
     let off = CloudBudget {
         enabled: false,
@@ -335,6 +361,10 @@ const CHATS: &[&[&str]] = &[
     &["show me xss"],
     &["xss again"],
     &["hello"],
+    &[
+        "A long conversation about strings",
+        "And one more question?",
+    ],
 ];
 
 /// A chat's title before and after a message.
@@ -350,7 +380,7 @@ struct Retitle {
 fn titles() -> Vec<Retitle> {
     let mut titles = Vec::new();
     for chat in CHATS {
-        let mut conversation = Conversation::new("c".into(), 0);
+        let mut conversation = Conversation::new("c".into(), 0, ChatSettings::default());
         for &message in *chat {
             let before = conversation.title.clone();
             conversation.push_user(message);

@@ -1,7 +1,7 @@
 /**
  * An accessibility pass with axe-core over what a user sees: the chat with a routed reply,
- * in light and dark, and the settings dialog. Serious and critical violations fail; cloud
- * tokens must be announced as such, not shown only by colour.
+ * in light and dark, both settings dialogs and a long chat's marker. Serious and critical
+ * violations fail; cloud tokens must be announced as such, not shown only by colour.
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -54,6 +54,18 @@ it("the settings dialog has no serious accessibility violations", async () => {
   const { page, problems } = await openApp(browser);
   await page.locator("#open-settings").click();
   await page.waitForSelector("dialog[open]");
+  expect(await violations(page)).toEqual([]);
+  expect(problems).toEqual([]);
+  await page.context().close();
+});
+
+it("a long chat's marker and the chat settings dialog have no serious accessibility violations", async () => {
+  const { page, problems } = await openApp(browser, { query: "long" });
+  await page.locator(".chat-item", { hasText: "A long conversation" }).click();
+  await page.locator(".left-out-marker").scrollIntoViewIfNeeded();
+  expect(await violations(page)).toEqual([]);
+  await page.locator("#chat-settings-open").click();
+  await page.waitForSelector("dialog#chat-settings[open]");
   expect(await violations(page)).toEqual([]);
   expect(problems).toEqual([]);
   await page.context().close();

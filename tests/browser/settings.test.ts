@@ -125,6 +125,11 @@ describe("settings", () => {
     await dialog.locator("#spend-cap").fill("2.5");
     await dialog.locator("#price-in").fill("0.2");
     await dialog.locator("#price-out").fill("0.8");
+    // What new chats start with.
+    const newChats = dialog.locator("#new-chat-settings");
+    expect(await newChats.locator("[name=max_tokens]").inputValue()).toBe("256");
+    await newChats.locator("[name=system_prompt]").fill("Be brief.");
+    await newChats.locator("[name=context_policy]").selectOption("stop");
     await dialog.locator("#save-settings").click();
     await dialog.waitFor({ state: "hidden" });
     const saved = (await callsOf(page, "settings_set")).at(-1)!.args.settings;
@@ -133,6 +138,7 @@ describe("settings", () => {
       threads: 4,
       cloud: { url: "", model: null, mode: "completions" },
       router: { kind: "entropy" },
+      chat: { system_prompt: "Be brief.", temperature: 0, top_p: 0.95, max_tokens: 256, context_policy: "stop" },
     });
     const budget = (await callsOf(page, "budget_set")).at(-1)!.args.budget as Record<string, unknown>;
     expect(budget.daily_spend_cap_usd).toBe(2.5);

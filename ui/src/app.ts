@@ -4,9 +4,10 @@
  */
 import * as ipc from "./ipc/commands";
 import { toUiError } from "./ipc/errors";
-import type { AppStatus, CloudBudget, Conversation, ConversationSummary, Event, ExportFormat } from "./ipc/types";
+import type { AppStatus, ChatSettings, CloudBudget, Conversation, ConversationSummary, Event, ExportFormat } from "./ipc/types";
 import { BudgetControls } from "./budget/controls";
 import { ChatHeader } from "./chat/header";
+import { ChatSettingsDialog } from "./chat/settings";
 import { Composer } from "./chat/composer";
 import { ConversationView } from "./chat/conversation";
 import { CompareDialog } from "./compare/dialog";
@@ -30,6 +31,8 @@ class App {
   /** The chat the streaming reply belongs to. */
   private streamingFor: string | null = null;
   private compareRunning = false;
+  /** Chat settings chosen before a new chat's first message (it is created by that message). */
+  private draftSettings: ChatSettings | null = null;
   private statusTimer = 0;
   private readonly shownNotices = new Set<string>();
 
@@ -42,6 +45,7 @@ class App {
   private readonly composer: Composer;
   private readonly settings: SettingsDialog;
   private readonly compare: CompareDialog;
+  private readonly chatSettings = new ChatSettingsDialog();
 
   constructor(root: HTMLElement) {
     this.sidebar = new Sidebar({
@@ -52,7 +56,11 @@ class App {
       search: () => void this.refreshList(),
     });
     this.topbar = new Topbar({ compare: () => this.compare.open(), settings: () => void this.settings.open() });
-    this.chatHeader = new ChatHeader({ setLocalOnly: (on) => void this.setLocalOnly(on), export: (f) => void this.export(f) });
+    this.chatHeader = new ChatHeader({
+      setLocalOnly: (on) => void this.setLocalOnly(on),
+      openSettings: () => void this.openChatSettings(),
+      export: (f) => void this.export(f),
+    });
     this.conversation = new ConversationView({ regenerate: () => void this.regenerate(), copy: (t) => void this.copy(t) });
     this.budgetControls = new BudgetControls((b) => void this.setBudget(b));
     this.composer = new Composer({ send: (t) => void this.send(t), stop: () => void this.stop() }, this.budgetControls.element);
@@ -210,6 +218,7 @@ class App {
 
   /** "New chat" shows an empty draft; the chat itself is created by its first message. */
   private async createChat(): Promise<void> {
+    this.draftSettings = null;
     this.show(null);
     await this.refreshList();
     this.composer.focus();
@@ -242,6 +251,24 @@ class App {
     await this.refreshList();
   }
 
+  /** The open chat's settings; for a draft, the defaults new chats get (kept until it is created). */
+  private async openChatSettings(): Promise<void> {
+    const current = this.current?.settings ?? this.draftSettings ?? (await attempt(ipc.settingsGet, "settings"))?.chat;
+    if (!current) return;
+    this.chatSettings.open(current, async (settings) => {
+      const c = this.current;
+      if (!c) {
+        this.draftSettings = settings;
+        return true;
+      }
+      const saved = await attempt(() => ipc.conversationSetSettings(c.id, settings), "chat settings");
+      if (!saved) return false;
+      if (this.current?.id === saved.id) this.current = { ...this.current, settings: saved.settings };
+      showInfo("Chat settings saved; the next reply uses them.", "chat settings");
+      return true;
+    });
+  }
+
   private async export(format: ExportFormat): Promise<void> {
     const c = this.current;
     if (!c) return;
@@ -262,8 +289,14 @@ class App {
   private async send(text: string): Promise<void> {
     if (this.streaming) return;
     if (!this.current) {
-      const created = await attempt(ipc.conversationCreate, "new chat");
+      let created = await attempt(ipc.conversationCreate, "new chat");
       if (!created) return;
+      const chosen = this.draftSettings;
+      if (chosen) {
+        const id = created.id;
+        created = (await attempt(() => ipc.conversationSetSettings(id, chosen), "chat settings")) ?? created;
+      }
+      this.draftSettings = null;
       this.current = created;
       this.chatHeader.show(created);
     }
@@ -289,7 +322,11 @@ class App {
     this.conversation.scrollToEnd(true);
     this.renderComposer();
     try {
-      const asked = await start((e) => reply.push(e));
+      const asked = await start((e) => {
+        // The model's view of a long chat moved: show where it begins now.
+        if (e.type === "left_out" && this.current?.id === id) this.conversation.markLeftOut(e.from, e.to);
+        reply.push(e);
+      });
       // The backend says what the chat is called now (the first message names it).
       if (this.current?.id === id) {
         this.current = { ...this.current, title: asked.title };

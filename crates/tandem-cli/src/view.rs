@@ -43,6 +43,11 @@ impl TerminalView {
                 let _ = write!(out, "{text}");
             }
             Event::Notice { message, .. } => eprintln!("\n[notice] {message}"),
+            Event::LeftOut { from, to } => eprintln!(
+                "[context] messages {}–{} are out of the model's view (the window is full)",
+                from + 1,
+                to
+            ),
             Event::Finished {
                 reason,
                 usage,

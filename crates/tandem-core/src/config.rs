@@ -2,9 +2,11 @@
 //! by a CLI flag. Secrets are never stored here (see [`crate::secrets`]).
 
 use crate::budget::CloudBudget;
+use crate::chat_settings::ChatSettings;
 use crate::cloud::CloudMode;
 use crate::router::RouterKind;
 use crate::sampling::SamplingParams;
+use crate::window::ContextPolicy;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -18,8 +20,12 @@ pub struct Config {
     pub threads: Option<u32>,
     /// Context window of the edge model, in tokens.
     pub context: u32,
-    /// Tokens per reply.
+    /// Tokens per reply (a new conversation's default).
     pub max_tokens: u32,
+    /// The system prompt a new conversation starts with (none when blank).
+    pub system_prompt: String,
+    /// What a new conversation does once it outgrows the context window.
+    pub context_policy: ContextPolicy,
     /// The cloud endpoint.
     pub cloud: CloudSettings,
     /// What the cloud may take.
@@ -77,6 +83,8 @@ impl Default for Config {
             threads: None,
             context: 4096,
             max_tokens: 256,
+            system_prompt: String::new(),
+            context_policy: ContextPolicy::default(),
             cloud: CloudSettings::default(),
             budget: CloudBudget::default(),
             router: RouterSettings::default(),
@@ -174,7 +182,27 @@ impl Config {
             .budget
             .validate()
             .map_err(|e| format!("[budget]: {e}"))?;
+        config.chat_settings().validate()?;
         Ok(config)
+    }
+
+    /// Makes `chat` what new conversations are answered with.
+    pub fn set_chat_settings(&mut self, chat: ChatSettings) {
+        self.sampling = chat.sampling(self.sampling);
+        self.system_prompt = chat.system_prompt;
+        self.max_tokens = chat.max_tokens;
+        self.context_policy = chat.context_policy;
+    }
+
+    /// What a new conversation is answered with.
+    pub fn chat_settings(&self) -> ChatSettings {
+        ChatSettings {
+            system_prompt: self.system_prompt.clone(),
+            temperature: self.sampling.temperature,
+            top_p: self.sampling.top_p,
+            max_tokens: self.max_tokens,
+            context_policy: self.context_policy,
+        }
     }
 
     /// Reads settings; a missing file gives the defaults.
@@ -215,6 +243,15 @@ mod tests {
         c.budget.max_share = 0.3;
         c.router.kind = RouterKind::Entropy;
         c.cloud.url = "http://127.0.0.1:9/v1".into();
+        let chat = ChatSettings {
+            system_prompt: "Be brief.".into(),
+            temperature: 0.7,
+            top_p: 0.9,
+            max_tokens: 512,
+            context_policy: ContextPolicy::DropMiddle,
+        };
+        c.set_chat_settings(chat.clone());
+        assert_eq!(c.chat_settings(), chat);
         c.save(&path).unwrap();
         assert_eq!(Config::load(&path).unwrap(), c);
     }

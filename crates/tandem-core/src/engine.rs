@@ -5,18 +5,21 @@
 //! thing everywhere.
 
 use crate::budget::{CloudBudget, LiveBudget};
+use crate::chat_settings::ChatSettings;
 use crate::cloud::{Cloud, CloudClient, CloudConfig, CloudError};
 use crate::config::Config;
 use crate::decode::{self, Collaboration, DecodeOptions};
 use crate::edge::{EdgeError, EdgeModel};
-use crate::event::{Event, EventSink, NoticeKind, Usage};
+use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, Usage};
 use crate::local::{default_threads, EdgeWeights, LoadError, LocalModel, LocalOptions};
-use crate::message::{Message, Role};
+use crate::message::Message;
 use crate::models::{self, ModelError};
 use crate::paths::Paths;
 use crate::router::{self, FixedRouter, ModelPair, Router, RouterKind};
 use crate::spend::SpendLedger;
+use crate::window::{self, Overflow};
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +48,8 @@ pub struct Engine {
     budget: LiveBudget,
     spend: SpendLedger,
     notices: Vec<String>,
+    /// What `tandem chat` and `tandem generate` answer with.
+    chat_defaults: ChatSettings,
 }
 
 impl Engine {
@@ -89,6 +94,7 @@ impl Engine {
             budget: LiveBudget::new(config.budget),
             spend: SpendLedger::new(&paths.data),
             notices,
+            chat_defaults: config.chat_settings(),
         })
     }
 
@@ -115,6 +121,7 @@ impl Engine {
             edge: self.weights.session(&self.options)?,
             cloud,
             messages: Vec::new(),
+            settings: self.chat_defaults.clone(),
         })
     }
 }
@@ -124,39 +131,101 @@ pub struct Chat<'e> {
     engine: &'e Engine,
     edge: LocalModel<'e>,
     cloud: Option<CloudClient>,
+    /// User and assistant turns, oldest first (the system prompt is in `settings`).
     messages: Vec<Message>,
+    /// What [`Chat::send`] answers with.
+    settings: ChatSettings,
 }
 
 impl Chat<'_> {
-    /// Adds a system prompt (before the first turn).
+    /// Sets the system prompt of the turns that follow.
     pub fn system(&mut self, text: &str) {
-        self.messages.push(Message::system(text));
+        self.settings.system_prompt = text.to_owned();
     }
 
     /// Sends a user message and streams the reply into `sink`. The reply joins the history.
     pub fn send(&mut self, user: &str, sink: &mut dyn EventSink) -> Result<Usage, ReplyError> {
         self.messages.push(Message::user(user));
-        self.respond(ReplyMode::Routed, sink)
+        let settings = self.settings.clone();
+        self.respond(ReplyMode::Routed, &settings, sink)
     }
 
     /// Answers the last message of `history` (user and assistant turns, oldest first) in
-    /// `mode`; the conversation becomes `history` plus the reply. The KV cache is reused up
-    /// to the first token that differs, so switching conversations or regenerating only
-    /// decodes what changed.
+    /// `mode` with a conversation's `settings`; the conversation becomes `history` plus the
+    /// reply. The KV cache is reused up to the first token that differs, so switching
+    /// conversations or regenerating only decodes what changed.
     pub fn reply(
         &mut self,
         history: &[Message],
         mode: ReplyMode,
+        settings: &ChatSettings,
         sink: &mut dyn EventSink,
     ) -> Result<Usage, ReplyError> {
-        self.messages.retain(|m| m.role == Role::System);
-        self.messages.extend_from_slice(history);
-        self.respond(mode, sink)
+        self.messages = history.to_vec();
+        self.respond(mode, settings, sink)
     }
 
-    fn respond(&mut self, mode: ReplyMode, sink: &mut dyn EventSink) -> Result<Usage, ReplyError> {
-        let prompt_text = self.engine.weights.chat_prompt(&self.messages)?;
-        let prompt = self.edge.tokenize(&prompt_text, true);
+    /// The messages both models see for the next reply, with the turns left out, or why
+    /// there is no room to answer.
+    fn window(&self, settings: &ChatSettings, reserve: usize) -> Result<View, ReplyError> {
+        let weights = &self.engine.weights;
+        let capacity = self.edge.context_size();
+        let system: Vec<Message> = settings.system_message().into_iter().collect();
+        // The template's own tokens: the system prompt, an empty turn and the reply's header.
+        let frame = [system.clone(), vec![Message::user("")]].concat();
+        let frame = weights.tokenize(&weights.chat_prompt(&frame)?, true).len();
+        let costs: Vec<usize> = (self.messages.iter())
+            .map(|m| weights.tokenize(&m.content, false).len() + MESSAGE_FRAME_TOKENS)
+            .collect();
+        let room = capacity.saturating_sub(frame + reserve);
+        let left_out = match window::left_out(&self.messages, &costs, room, settings.context_policy)
+        {
+            Ok(left_out) => left_out,
+            Err(Overflow::Stopped) => {
+                return Ok(View::Full(format!(
+                    "the conversation fills the {capacity}-token context window: start a new \
+                     one, or let earlier turns leave the model's view (chat settings)"
+                )))
+            }
+            Err(Overflow::MessageTooLong) => {
+                return Ok(View::Full(format!(
+                    "this message does not fit the {capacity}-token context window with room \
+                     for a reply: shorten it, or raise the context size in Settings"
+                )))
+            }
+        };
+        let messages = [system, window::visible(&self.messages, &left_out)].concat();
+        Ok(View::Fits { messages, left_out })
+    }
+
+    fn respond(
+        &mut self,
+        mode: ReplyMode,
+        settings: &ChatSettings,
+        sink: &mut dyn EventSink,
+    ) -> Result<Usage, ReplyError> {
+        let span = self.engine.decode.span as usize;
+        let reserve = (settings.max_tokens as usize + span + 1).min(self.edge.context_size() / 2);
+        let (messages, left_out) = match self.window(settings, reserve)? {
+            View::Fits { messages, left_out } => (messages, left_out),
+            View::Full(message) => return Ok(context_full(message, sink)),
+        };
+        let prompt = self
+            .edge
+            .tokenize(&self.engine.weights.chat_prompt(&messages)?, true);
+        if prompt.len() + reserve > self.edge.context_size() {
+            // The window's estimate fell short (it counts generously, so this is rare).
+            let message = "the conversation's last turns fill the context window".to_owned();
+            return Ok(context_full(message, sink));
+        }
+        if !left_out.is_empty()
+            && !sink.emit(Event::LeftOut {
+                from: left_out.start as u32,
+                to: left_out.end as u32,
+            })
+        {
+            return Ok(Usage::default());
+        }
         let spent_today_usd = self.engine.spend.today_usd();
         if spent_today_usd.is_infinite() && self.engine.budget.get().daily_spend_cap_usd.is_some() {
             sink.emit(Event::Notice {
@@ -202,10 +271,12 @@ impl Chat<'_> {
             cloud: cloud.map(|c| c as &mut dyn Cloud),
             router,
             budget: &budget,
-            messages: &self.messages,
+            messages: &messages,
         };
         let options = DecodeOptions {
             spent_today_usd,
+            max_tokens: settings.max_tokens,
+            sampling: settings.sampling(self.engine.decode.sampling),
             ..self.engine.decode
         };
         let usage = decode::generate(collaboration, &prompt, &options, &mut collect);
@@ -223,8 +294,37 @@ impl Chat<'_> {
 
     /// Forgets the conversation (the KV cache is reused from its first differing token).
     pub fn reset(&mut self) {
-        self.messages.retain(|m| m.role == Role::System);
+        self.messages.clear();
     }
+}
+
+/// What the models see of a conversation for its next reply.
+enum View {
+    /// These messages (the system prompt first); the turns in `left_out` are not among them.
+    Fits {
+        messages: Vec<Message>,
+        left_out: Range<usize>,
+    },
+    /// No window fits: why, in a sentence for the user.
+    Full(String),
+}
+
+/// Tokens a turn's template adds around its text, counted generously (Qwen's and SmolLM2's
+/// add five) so that a window that fits by the estimate fits the real prompt.
+const MESSAGE_FRAME_TOKENS: usize = 8;
+
+/// Ends a reply that has no room: the reason, then `finished` with `context_full`.
+fn context_full(message: String, sink: &mut dyn EventSink) -> Usage {
+    sink.emit(Event::Notice {
+        kind: NoticeKind::ContextFull,
+        message,
+    });
+    sink.emit(Event::Finished {
+        reason: FinishReason::ContextFull,
+        usage: Usage::default(),
+        timings: Timings::default(),
+    });
+    Usage::default()
 }
 
 /// Passes a reply's events on, keeping its text, and puts today's spend on disk before anyone

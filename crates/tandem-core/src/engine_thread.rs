@@ -7,6 +7,7 @@
 //! decode loop reads at every token.
 
 use crate::budget::LiveBudget;
+use crate::chat_settings::ChatSettings;
 use crate::config::Config;
 use crate::engine::{Engine, OpenError, ReplyMode};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, Usage};
@@ -20,6 +21,7 @@ use std::thread::JoinHandle;
 struct Job {
     history: Vec<Message>,
     mode: ReplyMode,
+    settings: ChatSettings,
     events: mpsc::Sender<Event>,
     cancel: Arc<AtomicBool>,
 }
@@ -93,7 +95,7 @@ impl EngineThread {
                         events: job.events,
                         cancel: job.cancel,
                     };
-                    if let Err(e) = chat.reply(&job.history, job.mode, &mut sink) {
+                    if let Err(e) = chat.reply(&job.history, job.mode, &job.settings, &mut sink) {
                         let events = sink.events;
                         let _ = events.send(Event::Notice {
                             kind: NoticeKind::EngineError,
@@ -119,9 +121,14 @@ impl EngineThread {
         })
     }
 
-    /// Answers the last message of `history` (oldest first) in `mode`; the reply streams on
-    /// the returned handle. Jobs run one after another.
-    pub fn reply(&self, history: Vec<Message>, mode: ReplyMode) -> Result<ReplyHandle, WorkerGone> {
+    /// Answers the last message of `history` (oldest first) in `mode` with a conversation's
+    /// `settings`; the reply streams on the returned handle. Jobs run one after another.
+    pub fn reply(
+        &self,
+        history: Vec<Message>,
+        mode: ReplyMode,
+        settings: ChatSettings,
+    ) -> Result<ReplyHandle, WorkerGone> {
         let (events, receiver) = mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
         self.commands
@@ -130,6 +137,7 @@ impl EngineThread {
             .send(Job {
                 history,
                 mode,
+                settings,
                 events,
                 cancel: cancel.clone(),
             })

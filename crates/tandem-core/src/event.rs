@@ -171,6 +171,14 @@ pub enum Event {
         /// Estimated cost, in USD.
         cost_usd: f64,
     },
+    /// The conversation outgrew the context window: messages `from..to` of the history
+    /// (oldest is 0) are out of both models' view for this reply. Sent before `started`.
+    LeftOut {
+        /// The first message left out.
+        from: u32,
+        /// The first message after them that the models see.
+        to: u32,
+    },
     /// Something the user should know; the reply goes on.
     Notice {
         /// What happened.

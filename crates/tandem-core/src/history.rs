@@ -5,6 +5,7 @@
 //! sent, the footer) and an export carries the same provenance. A file that cannot be read is
 //! left alone, never overwritten: ids are fresh for every new conversation.
 
+use crate::chat_settings::ChatSettings;
 use crate::engine::ReplyMode;
 use crate::event::{Event, TokenSource};
 use crate::message::Message as Turn;
@@ -43,6 +44,10 @@ pub struct Conversation {
     /// Replies never use the cloud.
     #[serde(default)]
     pub local_only: bool,
+    /// How its replies are written (conversations saved before these existed get the
+    /// defaults).
+    #[serde(default)]
+    pub settings: ChatSettings,
     /// Oldest first.
     pub messages: Vec<Message>,
 }
@@ -82,14 +87,15 @@ fn shorten(text: &str, chars: usize) -> String {
 }
 
 impl Conversation {
-    /// An empty, untitled conversation.
-    pub fn new(id: String, now_ms: u64) -> Self {
+    /// An empty, untitled conversation answered with `settings`.
+    pub fn new(id: String, now_ms: u64, settings: ChatSettings) -> Self {
         Self {
             id,
             title: UNTITLED.to_owned(),
             created_ms: now_ms,
             updated_ms: now_ms,
             local_only: false,
+            settings,
             messages: Vec::new(),
         }
     }
@@ -184,7 +190,19 @@ impl Conversation {
     /// The conversation as Markdown; each reply ends with its provenance: counts, cost, and
     /// every cloud token with its score, the edge token it replaced and the request latency.
     pub fn to_markdown(&self) -> String {
-        let mut out = format!("# {}\n\n", self.title);
+        let s = &self.settings;
+        let mut out = format!(
+            "# {}\n\n> temperature {} · top-p {} · up to {} tokens per reply · long \
+             conversations: {}\n\n",
+            self.title,
+            s.temperature,
+            s.top_p,
+            s.max_tokens,
+            s.context_policy.describe()
+        );
+        if let Some(system) = s.system_message() {
+            out.push_str(&format!("## System prompt\n\n{}\n\n", system.content));
+        }
         for m in &self.messages {
             match m.role {
                 Role::System => out.push_str(&format!("## System\n\n{}\n\n", m.content)),
@@ -295,13 +313,13 @@ impl ConversationStore {
         Ok(self.dir.join(format!("{id}.json")))
     }
 
-    /// A new, empty conversation, saved.
-    pub fn create(&self) -> Result<Conversation, HistoryError> {
+    /// A new, empty conversation answered with `settings`, saved.
+    pub fn create(&self, settings: ChatSettings) -> Result<Conversation, HistoryError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let now = now_ms();
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let id = format!("{now:x}-{:x}-{n:x}", std::process::id());
-        let mut conversation = Conversation::new(id, now);
+        let mut conversation = Conversation::new(id, now, settings);
         self.save(&mut conversation)?;
         Ok(conversation)
     }
@@ -408,7 +426,7 @@ mod tests {
 
     /// A conversation of one question and its routed reply, saved in `store`.
     fn sky_question(store: &ConversationStore) -> Conversation {
-        let mut c = store.create().unwrap();
+        let mut c = store.create(ChatSettings::default()).unwrap();
         c.push_user("What colour is the sky on a clear day, usually?");
         c.push_reply(ReplyMode::Routed, reply_events());
         store.save(&mut c).unwrap();
@@ -442,10 +460,10 @@ mod tests {
     fn list_is_newest_first_and_search_looks_into_messages() {
         let dir = tempfile::tempdir().unwrap();
         let store = ConversationStore::new(dir.path());
-        let mut a = store.create().unwrap();
+        let mut a = store.create(ChatSettings::default()).unwrap();
         a.push_user("Tell me about otters");
         store.save(&mut a).unwrap();
-        let mut b = store.create().unwrap();
+        let mut b = store.create(ChatSettings::default()).unwrap();
         b.push_user("Rust lifetimes");
         b.push_reply(ReplyMode::Edge, reply_events());
         b.updated_ms = a.updated_ms + 10;
@@ -469,7 +487,7 @@ mod tests {
     fn a_corrupt_file_is_reported_skipped_and_kept() {
         let dir = tempfile::tempdir().unwrap();
         let store = ConversationStore::new(dir.path());
-        let good = store.create().unwrap();
+        let good = store.create(ChatSettings::default()).unwrap();
         let broken = dir.path().join("conversations/0-bad.json");
         std::fs::write(&broken, b"{\"id\": ").unwrap();
         assert!(matches!(
@@ -496,7 +514,7 @@ mod tests {
 
     #[test]
     fn regenerate_drops_only_a_trailing_reply() {
-        let mut c = Conversation::new("1".into(), 0);
+        let mut c = Conversation::new("1".into(), 0, ChatSettings::default());
         assert!(!c.drop_last_reply(), "nothing to answer");
         c.push_user("hi");
         c.push_reply(ReplyMode::Routed, reply_events());
@@ -509,13 +527,21 @@ mod tests {
     }
 
     #[test]
-    fn markdown_export_lists_cloud_tokens_with_what_they_replaced() {
-        let mut c = Conversation::new("1".into(), 0);
+    fn markdown_export_says_how_the_chat_was_answered_and_lists_cloud_tokens() {
+        let settings = ChatSettings {
+            system_prompt: "Be brief.".into(),
+            ..ChatSettings::default()
+        };
+        let mut c = Conversation::new("1".into(), 0, settings);
         c.push_user("Sky?");
         c.push_reply(ReplyMode::Routed, reply_events());
         let md = c.to_markdown();
         assert!(
-            md.starts_with("# Sky?\n\n## You\n\nSky?\n\n## Tandem\n\nBlue.\n"),
+            md.starts_with(
+                "# Sky?\n\n> temperature 0 · top-p 0.95 · up to 256 tokens per reply · long \
+                 conversations: the oldest turns leave the model's view\n\n## System prompt\n\n\
+                 Be brief.\n\n## You\n\nSky?\n\n## Tandem\n\nBlue.\n"
+            ),
             "{md}"
         );
         assert!(md.contains("edge 1 · cloud 1 (50.0%) · 1 requests"), "{md}");
@@ -544,7 +570,7 @@ mod tests {
         loop {
             let mut c = store
                 .get("c-kept")
-                .unwrap_or_else(|_| Conversation::new("c-kept".into(), 0));
+                .unwrap_or_else(|_| Conversation::new("c-kept".into(), 0, ChatSettings::default()));
             c.push_user(&"a user's words ".repeat(100));
             c.push_reply(ReplyMode::Routed, reply_events());
             store.save(&mut c).unwrap();
@@ -618,7 +644,7 @@ mod tests {
     fn a_save_that_does_not_fit_fails_clearly_and_keeps_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let store = ConversationStore::new(dir.path());
-        let mut c = Conversation::new("c-full".into(), 0);
+        let mut c = Conversation::new("c-full".into(), 0, ChatSettings::default());
         c.push_user("What colour is the sky on a clear day, usually?");
         store.save(&mut c).unwrap();
         let before = std::fs::read(store.path("c-full").unwrap()).unwrap();

@@ -31,6 +31,7 @@
 
 mod atomic;
 pub mod budget;
+pub mod chat_settings;
 pub mod cloud;
 pub mod config;
 #[cfg(test)]
@@ -52,3 +53,4 @@ pub mod secrets;
 pub mod signals;
 pub mod spend;
 pub mod utf8_stream;
+pub mod window;

@@ -63,13 +63,16 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
     let Some(edge) = model(SMOLLM2) else { return };
     let home = tempfile::tempdir().unwrap();
     let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
-    let worker = EngineThread::spawn(config(&edge, &fake), paths(home.path())).unwrap();
+    let config = config(&edge, &fake);
+    let chat = config.chat_settings();
+    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
 
     // Cancelled after three tokens: it still finishes, as cancelled.
     let reply = worker
         .reply(
             asking("Tell me a long story about the sea."),
             ReplyMode::Routed,
+            chat.clone(),
         )
         .unwrap();
     let reason = drain(&reply, |n, _| {
@@ -82,7 +85,7 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
     // The next turn works; the budget handle is the one the engine thread reads (the decode
     // tests show a change landing mid-reply at the next token).
     let reply = worker
-        .reply(asking("And then?"), ReplyMode::Routed)
+        .reply(asking("And then?"), ReplyMode::Routed, chat.clone())
         .unwrap();
     let mut sources = Vec::new();
     assert_eq!(
@@ -98,7 +101,9 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
     assert!(today.cloud_tokens >= 40, "{today:?}");
     worker.budget().set(CloudBudget::off());
     let requests = fake.requests();
-    let reply = worker.reply(asking("Go on."), ReplyMode::Routed).unwrap();
+    let reply = worker
+        .reply(asking("Go on."), ReplyMode::Routed, chat.clone())
+        .unwrap();
     let mut sources = Vec::new();
     drain(&reply, |_, source| sources.push(source));
     assert!(
@@ -117,6 +122,7 @@ fn reply_modes_keep_everything_local_or_ask_the_cloud_for_every_token() {
     config.router.kind = RouterKind::Entropy;
     config.budget = CloudBudget::share(0.1);
     config.max_tokens = 12;
+    let chat = config.chat_settings();
     let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
     let history = vec![
         Message::user("Name a colour."),
@@ -124,7 +130,9 @@ fn reply_modes_keep_everything_local_or_ask_the_cloud_for_every_token() {
         Message::user("Another one?"),
     ];
 
-    let reply = worker.reply(history.clone(), ReplyMode::Edge).unwrap();
+    let reply = worker
+        .reply(history.clone(), ReplyMode::Edge, chat.clone())
+        .unwrap();
     let mut sources = Vec::new();
     drain(&reply, |_, source| sources.push(source));
     assert!(sources.iter().all(|s| *s == TokenSource::Edge));
@@ -134,7 +142,9 @@ fn reply_modes_keep_everything_local_or_ask_the_cloud_for_every_token() {
         "edge mode must not reach the cloud at all"
     );
 
-    let reply = worker.reply(history, ReplyMode::Cloud).unwrap();
+    let reply = worker
+        .reply(history, ReplyMode::Cloud, chat.clone())
+        .unwrap();
     let mut sent = Vec::new();
     let mut sources = Vec::new();
     for event in reply.events.iter() {
@@ -181,12 +191,17 @@ fn stop_ends_a_reply_that_is_waiting_for_a_stalled_cloud_at_once() {
     let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
     let mut config = config(&edge, &fake);
     config.cloud.timeout_secs = 30.0;
+    let chat = config.chat_settings();
     let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
     fake.push_faults([tandem_fake_cloud::Fault::Delay(
         std::time::Duration::from_secs(20),
     )]);
     let reply = worker
-        .reply(asking("Tell me about the sea."), ReplyMode::Routed)
+        .reply(
+            asking("Tell me about the sea."),
+            ReplyMode::Routed,
+            chat.clone(),
+        )
         .unwrap();
     // The first token goes to the cloud, which takes 20 s to answer.
     while fake.requests() == 0 {
@@ -228,6 +243,7 @@ fn two_hundred_replies_leave_memory_and_file_descriptors_flat() {
     config.router.kind = RouterKind::Margin;
     config.budget = CloudBudget::share(0.3);
     config.max_tokens = 4;
+    let chat = config.chat_settings();
     let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
     let ask = |n: usize| {
         for i in 0..n {
@@ -235,6 +251,7 @@ fn two_hundred_replies_leave_memory_and_file_descriptors_flat() {
                 .reply(
                     asking(&format!("Say something about the sea, {i}.")),
                     ReplyMode::Routed,
+                    chat.clone(),
                 )
                 .unwrap();
             drain(&reply, |_, _| {});

@@ -1,8 +1,10 @@
 /**
  * The messages of the open chat. Saved assistant messages are rebuilt from their events, so
  * they look exactly as they did while streaming. The last reply carries Regenerate and Copy.
+ * Once a long conversation outgrows the context window, a line marks where the model's view
+ * begins and the messages it no longer sees are greyed (from the latest reply's `left_out`).
  */
-import type { Conversation } from "../ipc/types";
+import type { Conversation, LeftOutEvent } from "../ipc/types";
 import { h } from "../shell/dom";
 import { ReplyView } from "../reply/view";
 
@@ -13,6 +15,9 @@ export class ConversationView {
   private readonly list: HTMLElement;
   private readonly empty: HTMLElement;
   private replies: ReplyView[] = [];
+  /** One element per message of the conversation, in order (a streaming reply included). */
+  private items: HTMLElement[] = [];
+  private marker: HTMLElement | null = null;
 
   constructor(private readonly actions: ConversationActions) {
     this.list = h("div", { className: "messages-inner" });
@@ -31,24 +36,48 @@ export class ConversationView {
   show(conversation: Conversation | null): void {
     this.list.replaceChildren();
     this.replies = [];
+    this.items = [];
+    this.marker = null;
+    let view: LeftOutEvent | null = null;
     for (const m of conversation?.messages ?? []) {
       if (m.role === "user") this.appendUser(m.content);
-      else this.appendReply(ReplyView.fromSaved(m.events, m.content));
+      else {
+        this.appendReply(ReplyView.fromSaved(m.events, m.content));
+        view = m.events?.find((e): e is LeftOutEvent => e.type === "left_out") ?? null;
+      }
     }
+    if (view) this.markLeftOut(view.from, view.to);
     this.refresh();
     this.scrollToEnd(true);
   }
 
   appendUser(text: string): void {
-    this.list.appendChild(h("article", { className: "message user" }, h("div", { className: "bubble" }, text)));
+    const item = h("article", { className: "message user" }, h("div", { className: "bubble" }, text));
+    this.items.push(item);
+    this.list.appendChild(item);
     this.refresh();
   }
 
   appendReply(reply: ReplyView): void {
     this.replies.push(reply);
+    this.items.push(reply.element);
     this.list.appendChild(reply.element);
     this.refresh();
     void reply.done.then(() => this.refresh());
+  }
+
+  /** Messages `from`..`to` are out of the model's view: grey them and mark where it begins. */
+  markLeftOut(from: number, to: number): void {
+    this.marker?.remove();
+    for (const [i, item] of this.items.entries()) item.classList.toggle("out-of-view", i >= from && i < to);
+    const count = to - from;
+    if (count <= 0 || !this.items[to]) return;
+    const text =
+      from === 0
+        ? `${count} earlier message${count === 1 ? " is" : "s are"} out of the model's view`
+        : `${count} message${count === 1 ? " is" : "s are"} out of the model's view (the first exchange stays in it)`;
+    this.marker = h("div", { className: "left-out-marker", attrs: { role: "note" } }, text);
+    this.list.insertBefore(this.marker, this.items[to]!);
   }
 
   lastReply(): ReplyView | null {
@@ -56,7 +85,11 @@ export class ConversationView {
   }
 
   removeLastReply(): void {
-    this.replies.pop()?.element.remove();
+    const reply = this.replies.pop();
+    if (reply) {
+      reply.element.remove();
+      this.items = this.items.filter((item) => item !== reply.element);
+    }
     this.refresh();
   }
 
@@ -69,7 +102,7 @@ export class ConversationView {
   private refresh(): void {
     this.empty.hidden = this.list.childElementCount > 0;
     for (const old of this.list.querySelectorAll(".reply-actions")) old.remove();
-    const last = this.list.lastElementChild;
+    const last = this.items.at(-1);
     const reply = this.lastReply();
     if (!reply || last !== reply.element || reply.streaming) return;
     const copy = h("button", { className: "ghost small", type: "button", textContent: "Copy" });

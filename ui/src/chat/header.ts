@@ -1,9 +1,13 @@
-/** Above the messages: the chat's title, its local-only lock and its export buttons. */
+/** Above the messages: the chat's title, its local-only lock, its settings and its export buttons. */
 import type { Conversation, ExportFormat } from "../ipc/types";
 import { h, replace } from "../shell/dom";
 import { icon } from "../shell/icons";
 
-export type ChatHeaderActions = { setLocalOnly(on: boolean): void; export(format: ExportFormat): void };
+export type ChatHeaderActions = {
+  setLocalOnly(on: boolean): void;
+  openSettings(): void;
+  export(format: ExportFormat): void;
+};
 
 export class ChatHeader {
   readonly element: HTMLElement;
@@ -16,12 +20,15 @@ export class ChatHeader {
     this.title = h("h1", { className: "chat-title" }, "New chat");
     this.lock = h("button", { className: "lock-toggle", type: "button", id: "local-only" });
     this.lock.addEventListener("click", () => actions.setLocalOnly(!this.localOnly));
+    const settings = h("button", { className: "ghost small", type: "button", id: "chat-settings-open", textContent: "Chat settings" });
+    settings.title = "System prompt, sampling, reply length and long conversations, for this chat";
+    settings.addEventListener("click", () => actions.openSettings());
     const md = h("button", { className: "ghost small", type: "button", textContent: "Export .md" });
     md.addEventListener("click", () => actions.export("markdown"));
     const json = h("button", { className: "ghost small", type: "button", textContent: "Export .json" });
     json.addEventListener("click", () => actions.export("json"));
     this.exports = h("div", { className: "exports" }, md, json);
-    this.element = h("div", { className: "chat-head" }, this.title, h("div", { className: "chat-head-actions" }, this.lock, this.exports));
+    this.element = h("div", { className: "chat-head" }, this.title, h("div", { className: "chat-head-actions" }, this.lock, settings, this.exports));
     this.show(null);
   }
 

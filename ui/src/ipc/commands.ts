@@ -8,6 +8,7 @@ import { CommandError, toUiError } from "./errors";
 import { parseEvent } from "./events";
 import type {
   AppStatus,
+  ChatSettings,
   CloudBudget,
   CloudPreset,
   CloudSettings,
@@ -32,6 +33,7 @@ export const COMMANDS = [
   "conversation_rename",
   "conversation_delete",
   "conversation_set_local_only",
+  "conversation_set_settings",
   "conversation_export",
   "reply_send",
   "reply_regenerate",
@@ -77,6 +79,8 @@ export const conversationGet = (id: string) => call<Conversation>("conversation_
 export const conversationRename = (id: string, title: string) =>
   call<Conversation>("conversation_rename", { id, title });
 export const conversationDelete = (id: string) => call<null>("conversation_delete", { id });
+export const conversationSetSettings = (id: string, settings: ChatSettings) =>
+  call<Conversation>("conversation_set_settings", { id, settings });
 export const conversationSetLocalOnly = (id: string, localOnly: boolean) =>
   call<Conversation>("conversation_set_local_only", { id, localOnly });
 export const conversationExport = (id: string, format: ExportFormat) =>

@@ -8,7 +8,7 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { COMMANDS } from "./commands";
 import { parseEvent } from "./events";
-import { ERROR_KINDS, EVENT_TYPES, FINISH_REASONS, NOTICE_KINDS, ROUTER_KINDS } from "./types";
+import { CONTEXT_POLICIES, ERROR_KINDS, EVENT_TYPES, FINISH_REASONS, NOTICE_KINDS, ROUTER_KINDS, type ContextPolicy } from "./types";
 
 const doc = readFileSync(resolve("docs/ipc.md"), "utf8");
 
@@ -66,6 +66,7 @@ function expectFields(value: unknown, what: string, required: string[], optional
 }
 
 const EVENT_FIELDS: Record<string, [string[], string[]?]> = {
+  left_out: [["type", "from", "to"]],
   started: [["type", "edge_model", "cloud", "router", "prompt_tokens"]],
   token: [["type", "text", "id", "source", "score"], ["edge_candidate", "request_ms"]],
   cloud_request: [["type", "sent", "ok", "ms", "prompt_tokens", "completion_tokens", "cost_usd"]],
@@ -84,6 +85,11 @@ function expectEvent(e: unknown, what: string): void {
     expectFields(event.usage, "usage", ["edge_tokens", "cloud_tokens", "cloud_requests", "cloud_prompt_tokens", "cloud_completion_tokens", "est_cost_usd"], ["target_share"]);
     expectFields(event.timings, "timings", ["prefill_ms", "prefill_tokens", "cloud_ms", "total_ms"]);
   }
+}
+
+function expectChatSettings(v: unknown): void {
+  expectFields(v, "ChatSettings", ["system_prompt", "temperature", "top_p", "max_tokens", "context_policy"]);
+  expect(CONTEXT_POLICIES).toContain((v as { context_policy: ContextPolicy }).context_policy);
 }
 
 describe("fixtures written from the Rust types", () => {
@@ -115,7 +121,8 @@ describe("fixtures written from the Rust types", () => {
       for (const p of v as unknown[]) expectFields(p, "CloudPreset", ["name", "url", "mode", "needs_key"]);
     },
     conversation: (v) => {
-      expectFields(v, "Conversation", ["id", "title", "created_ms", "updated_ms", "local_only", "messages"]);
+      expectFields(v, "Conversation", ["id", "title", "created_ms", "updated_ms", "local_only", "settings", "messages"]);
+      expectChatSettings((v as { settings: unknown }).settings);
       for (const m of (v as { messages: unknown[] }).messages) {
         expectFields(m, "Message", ["role", "content"], ["mode", "events"]);
         const events = (m as { events?: unknown[] }).events ?? [];
@@ -138,8 +145,11 @@ describe("fixtures written from the Rust types", () => {
     reply_modes: (v) => expect(sorted(v as string[])).toEqual(sorted(["routed", "edge", "cloud"])),
     // The Settings menu offers exactly the backend's routers, in its order.
     router_kinds: (v) => expect(v).toEqual([...ROUTER_KINDS]),
+    // The chat settings offer exactly the backend's policies, in its order.
+    context_policies: (v) => expect(v).toEqual([...CONTEXT_POLICIES]),
     settings: (v) => {
-      expectFields(v, "Settings", ["edge", "threads", "cloud", "router"]);
+      expectFields(v, "Settings", ["edge", "threads", "cloud", "router", "chat"]);
+      expectChatSettings((v as { chat: unknown }).chat);
       expectFields((v as Record<string, unknown>).cloud, "Settings.cloud", ["url", "model", "mode"]);
       expectFields((v as Record<string, unknown>).router, "Settings.router", ["kind"]);
     },

@@ -15,6 +15,8 @@ export function parseEvent(raw: unknown): Event | null {
   if (!isRecord(raw) || !isStr(raw.type)) return null;
   if (!(EVENT_TYPES as readonly string[]).includes(raw.type)) return null;
   switch (raw.type) {
+    case "left_out":
+      return isNum(raw.from) && isNum(raw.to) && raw.from <= raw.to ? (raw as Event) : null;
     case "started":
       return isStr(raw.edge_model) && isStr(raw.router) ? (raw as Event) : null;
     case "token":

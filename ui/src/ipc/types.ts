@@ -105,13 +105,15 @@ export type CloudRequestEvent = {
   completion_tokens: number;
   cost_usd: number;
 };
+/** Messages `from`..`to` (exclusive) of the history are out of both models' view for this reply. */
+export type LeftOutEvent = { type: "left_out"; from: number; to: number };
 export type NoticeEvent = { type: "notice"; kind: NoticeKind; message: string };
 export type FinishedEvent = { type: "finished"; reason: FinishReason; usage: Usage; timings: Timings };
 
-export type Event = StartedEvent | TokenEvent | CloudRequestEvent | NoticeEvent | FinishedEvent;
+export type Event = LeftOutEvent | StartedEvent | TokenEvent | CloudRequestEvent | NoticeEvent | FinishedEvent;
 
 /** Every `type` of the event union; the contract test compares it with docs/ipc.md. */
-export const EVENT_TYPES = ["started", "token", "cloud_request", "notice", "finished"] as const;
+export const EVENT_TYPES = ["left_out", "started", "token", "cloud_request", "notice", "finished"] as const;
 // These fail to compile if a list above and its union type ever disagree.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
 const listsMatchTypes: [
@@ -128,12 +130,25 @@ export type Role = "user" | "assistant";
 /** edge: nothing leaves the machine; cloud: every token from the cloud. */
 export type ReplyMode = "routed" | "edge" | "cloud";
 export type Message = { role: Role; content: string; mode?: ReplyMode; events?: Event[] };
+/** What happens once a conversation outgrows the context window. */
+export type ContextPolicy = "rolling" | "drop_middle" | "stop";
+/** Every policy, in the order the backend offers them (`ContextPolicy::ALL`). */
+export const CONTEXT_POLICIES: readonly ContextPolicy[] = ["rolling", "drop_middle", "stop"];
+/** How a conversation's replies are written; Settings give new chats theirs. */
+export type ChatSettings = {
+  system_prompt: string;
+  temperature: number;
+  top_p: number;
+  max_tokens: number;
+  context_policy: ContextPolicy;
+};
 export type Conversation = {
   id: string;
   title: string;
   created_ms: number;
   updated_ms: number;
   local_only: boolean;
+  settings: ChatSettings;
   messages: Message[];
 };
 export type ConversationSummary = {
@@ -222,6 +237,8 @@ export type Settings = {
   threads: number | null;
   cloud: CloudSettings;
   router: { kind: RouterKind };
+  /** What new chats are answered with. */
+  chat: ChatSettings;
 };
 export type CloudPreset = { name: string; url: string; mode: CloudMode; needs_key: boolean };
 export type TestResult = {

@@ -1,6 +1,6 @@
 /**
  * Settings: the cloud endpoint and its key, the edge model (with download), the router, the
- * spend limits, and the chart of the latest router evaluation. The key is only ever sent, never
+ * spend limits, what new chats start with, and the chart of the latest router evaluation. The key is only ever sent, never
  * shown back: after saving, the UI knows just its masked tail.
  */
 import * as ipc from "../ipc/commands";
@@ -21,6 +21,7 @@ import type {
 import { ROUTER_KINDS } from "../ipc/types";
 import { h, replace } from "../shell/dom";
 import { modal } from "../shell/dialog";
+import { ChatSettingsForm } from "../chat/settings";
 import { attempt, showError } from "../shell/toast";
 
 export type SettingsDeps = { status(): AppStatus | null; saved(budget: CloudBudget | null): void };
@@ -85,6 +86,7 @@ export class SettingsDialog {
   private readonly priceIn = h("input", { id: "price-in", type: "number", min: "0", step: "any" });
   private readonly priceOut = h("input", { id: "price-out", type: "number", min: "0", step: "any" });
   private readonly evaluation = h("div", { className: "evaluation", id: "evaluation" });
+  private readonly newChats = new ChatSettingsForm();
   private presets: CloudPreset[] = [];
   private models: ModelStatus[] = [];
   private settings: Settings | null = null;
@@ -142,6 +144,13 @@ export class SettingsDialog {
         h("h3", {}, "Spend"),
         h("div", { className: "row" }, field("Daily cap ($)", this.cap), field("Input $ / 1M tok", this.priceIn), field("Output $ / 1M tok", this.priceOut)),
       ),
+      h(
+        "section",
+        { className: "settings-section", id: "new-chat-settings" },
+        h("h3", {}, "New chats"),
+        h("small", { className: "field-hint" }, "What a new chat starts with; each chat can change its own (Chat settings, above the messages)."),
+        this.newChats.element,
+      ),
       h("section", { className: "settings-section" }, h("h3", {}, "Router evaluation"), this.evaluation),
       h("footer", { className: "modal-foot" }, cancel, save),
     );
@@ -170,6 +179,7 @@ export class SettingsDialog {
     this.router.value = settings.router.kind;
     this.explainRouter();
     this.threads.value = settings.threads?.toString() ?? "";
+    this.newChats.set(settings.chat);
     const names = new Set(this.models.map((m) => m.name));
     this.edge.replaceChildren(
       ...(names.has(settings.edge) ? [] : [h("option", { value: settings.edge }, settings.edge)]),
@@ -310,8 +320,9 @@ export class SettingsDialog {
       threads: optionalNumber(this.threads),
       cloud: this.cloud(),
       router: { kind: this.router.value as RouterKind },
+      chat: this.newChats.read(),
     };
-    const numbers = [settings.threads, optionalNumber(this.cap), optionalNumber(this.priceIn), optionalNumber(this.priceOut)];
+    const numbers = [settings.chat.temperature, settings.chat.top_p, settings.chat.max_tokens, settings.threads, optionalNumber(this.cap), optionalNumber(this.priceIn), optionalNumber(this.priceOut)];
     if (numbers.some((n) => n !== null && !Number.isFinite(n))) {
       showError({ kind: "invalid_input", message: "a number field holds something that is not a number" }, "settings");
       return;

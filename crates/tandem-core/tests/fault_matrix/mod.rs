@@ -223,12 +223,14 @@ fn run(edge: &std::path::Path, case: &Case) -> (Seen, usize) {
         data: home.path().join("data"),
         cache: home.path().join("cache"),
     };
+    let chat = config.chat_settings();
     let worker = EngineThread::spawn(config, paths).unwrap();
     let started = Instant::now();
     let reply = worker
         .reply(
             vec![Message::user("Tell me about the sea.")],
             ReplyMode::Routed,
+            chat,
         )
         .unwrap();
     let mut seen = Seen {

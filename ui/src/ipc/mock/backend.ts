@@ -78,6 +78,14 @@ const LONG: Event[] = [
 const EVALUATION_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100" viewBox="0 0 200 100">
 <rect x="10" y="40" width="40" height="50" fill="#4f7cff"/><text x="60" y="60" font-size="16">accuracy</text></svg>`;
 
+/**
+ * What the engine says when a chat of `messages` (the one being answered last) outgrows the
+ * window in the mock: only the last three questions and the answers between them stay in view.
+ */
+function leftOut(messages: number): Event {
+  return { type: "left_out", from: 0, to: Math.max(0, messages - 5) };
+}
+
 /** The same stream as if the router had picked only edge (or only cloud) tokens. */
 function inMode(events: readonly Event[], mode: ReplyMode): Event[] {
   if (mode === "routed") return [...events];
@@ -162,18 +170,34 @@ export function installMockBackend(): void {
 
   const now = Date.now();
   const chats = new Map<string, Conversation>();
+  const routedText = ROUTED.map((e) => (e.type === "token" ? e.text : "")).join("");
   const seeded: Conversation = {
     id: "c-seeded",
     title: "Reverse a string in Python",
     created_ms: now - 3_600_000,
     updated_ms: now - 3_600_000,
     local_only: false,
+    settings: structuredClone(settings.chat),
     messages: [
       { role: "user", content: "Write a Python function that reverses a string." },
-      { role: "assistant", mode: "routed", content: ROUTED.map((e) => (e.type === "token" ? e.text : "")).join(""), events: ROUTED },
+      { role: "assistant", mode: "routed", content: routedText, events: ROUTED },
     ],
   };
   chats.set(seeded.id, seeded);
+  // With ?long, a chat longer than its context window: its last reply saw only its last three questions.
+  const longChat: Conversation = {
+    ...structuredClone(seeded),
+    id: "c-long",
+    title: "A long conversation about strings",
+    created_ms: now - 7_200_000,
+    updated_ms: now - 7_200_000,
+    messages: Array.from({ length: 12 }, (_, i) =>
+      i % 2 === 0
+        ? { role: "user" as const, content: `Question ${i / 2 + 1}: and how would you reverse it in place?` }
+        : { role: "assistant" as const, mode: "routed" as const, content: routedText, events: i === 11 ? [leftOut(11), ...ROUTED] : ROUTED },
+    ),
+  };
+  if (params.has("long")) chats.set(longChat.id, longChat);
   let nextId = 1;
   let running: { stop: boolean } | null = null;
 
@@ -257,7 +281,10 @@ export function installMockBackend(): void {
     // routed reply still runs, but every token is the edge model's.
     const mode: ReplyMode = conversation.local_only ? "edge" : "routed";
     const script = /xss/i.test(text) ? XSS : /long/i.test(text) ? LONG : ROUTED;
-    replay(channel, inMode(script, budget.enabled ? mode : "edge"), (events) => {
+    const stream = inMode(script, budget.enabled ? mode : "edge");
+    // The mock's window holds ten messages.
+    if (conversation.messages.length > 10) stream.unshift(leftOut(conversation.messages.length));
+    replay(channel, stream, (events) => {
       const content = events.map((e) => (e.type === "token" ? e.text : "")).join("");
       conversation.messages.push({ role: "assistant", mode, content, events });
       conversation.updated_ms = Date.now();
@@ -311,6 +338,11 @@ export function installMockBackend(): void {
         get(args.id);
         chats.delete(String(args.id));
         return null;
+      case "conversation_set_settings": {
+        const c = get(args.id);
+        c.settings = structuredClone(((answered as Conversation | undefined)?.settings ?? args.settings) as Conversation["settings"]);
+        return structuredClone(c);
+      }
       case "conversation_set_local_only": {
         const c = get(args.id);
         c.local_only = Boolean(args.localOnly);
