@@ -59,11 +59,20 @@ dbus-run-session -- bash -c '
 log "UI: typecheck, unit tests, browser tests (Chromium)"
 npm test 2>&1 | tee -a "$results"
 
-log "the app in a real window (Xvfb, tauri-driver, WebKitWebDriver)"
+# The window test runs the app as a user installs it: the .deb (a debug build, which reuses
+# the build above), unpacked into a throwaway root as `dpkg -i` would install it.
+log "the .deb package, unpacked into a throwaway root"
+DEB="$(bash scripts/package.sh --debug | grep '\.deb$' | tail -1)"
+PACKAGE_ROOT="$(mktemp -d)"
+trap 'rm -f "$results"; rm -rf "$PACKAGE_ROOT"' EXIT
+dpkg-deb -x "$DEB" "$PACKAGE_ROOT"
+bash tests/package/check.sh "$DEB" "$PACKAGE_ROOT" 2>&1 | tee -a "$results"
+
+log "the installed app in a real window (Xvfb, tauri-driver, WebKitWebDriver)"
 TOOLS="$TANDEM_CACHE/tools"
 [ -x "$TOOLS/bin/tauri-driver" ] || cargo install tauri-driver --version 2.1.0 --locked --root "$TOOLS"
 export PATH="$TOOLS/bin:$PATH"
-export TANDEM_APP="$BIN/tandem-app" TANDEM_FAKE_CLOUD="$BIN/tandem-fake-cloud"
+export TANDEM_APP="$PACKAGE_ROOT/usr/bin/tandem-app" TANDEM_FAKE_CLOUD="$BIN/tandem-fake-cloud"
 export TANDEM_SCREENSHOT="$TANDEM_CACHE/window-test.png"
 xvfb-run -a -s "-screen 0 1280x900x24" node tests/window/run.mjs 2>&1 | tee -a "$results"
 log "window screenshot: $TANDEM_SCREENSHOT"
