@@ -105,6 +105,22 @@ describe("engine state", () => {
     await page.context().close();
   });
 
+  it("on a first start without models offers their download, then starts", async () => {
+    const { page, problems } = await openApp(browser, { query: "engine=missing" });
+    const banner = page.locator("#engine-banner");
+    await banner.locator("#download-models").waitFor();
+    expect(await banner.textContent()).toContain("qwen2.5-coder-1.5b (cloud stand-in, 1.1 GB) and qwen2.5-coder-0.5b (edge, 491 MB)");
+    expect(await banner.locator("#download-models").textContent()).toBe("Download both (1.6 GB)");
+    expect(await page.locator(".composer-input").isDisabled()).toBe(true);
+    await banner.locator("#download-models").click();
+    await expect.poll(() => page.locator(".composer-input").isDisabled(), { timeout: 10_000 }).toBe(false);
+    expect(await banner.isHidden()).toBe(true);
+    // The stand-in first: the edge model's arrival is what restarts the engine.
+    expect((await callsOf(page, "model_pull")).map((c) => c.args.name)).toEqual(["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it("a settings file that could not be used stays on screen as a banner naming it", async () => {
     const { page } = await openApp(browser, { query: "bad-settings=1" });
     const banner = page.locator(".toast-error", { hasText: "max_shares" });

@@ -14,6 +14,7 @@ import { CompareDialog } from "./compare/dialog";
 import { ReplyView } from "./reply/view";
 import { installTokenTooltip } from "./reply/tooltip";
 import { SettingsDialog } from "./settings/dialog";
+import { downloadOffer } from "./settings/first-start";
 import { Sidebar } from "./sidebar/sidebar";
 import { h, replace } from "./shell/dom";
 import { attempt, installToasts, showError, showInfo } from "./shell/toast";
@@ -35,6 +36,8 @@ class App {
   private draftSettings: ChatSettings | null = null;
   private statusTimer = 0;
   private readonly shownNotices = new Set<string>();
+  /** On a first start without models, the banner's offer to download them (kept while it runs). */
+  private downloadOffer: HTMLElement | null = null;
 
   private readonly sidebar: Sidebar;
   private readonly topbar: Topbar;
@@ -129,6 +132,10 @@ class App {
       this.shownNotices.add(notice);
       showInfo(notice, "notice");
     }
+    if (status.engine === "failed" && status.engine_error?.kind === "model_missing" && !this.downloadOffer) {
+      const models = await attempt(ipc.modelsList, "models");
+      this.downloadOffer = models ? downloadOffer(status, models, () => this.afterDownload()) : null;
+    }
     this.renderEngine();
     // While the engine loads, ask again until it is ready or has failed.
     if (status.engine === "loading") this.statusTimer = window.setTimeout(() => void this.refreshStatus(), 1000);
@@ -142,6 +149,10 @@ class App {
       this.engineBanner.hidden = false;
       this.engineBanner.className = "engine-banner loading";
       this.engineBanner.replaceChildren(h("span", { className: "spinner" }), `Loading the edge model ${s.edge_model}…`);
+    } else if (this.downloadOffer) {
+      this.engineBanner.hidden = false;
+      this.engineBanner.className = "engine-banner first-run";
+      this.engineBanner.replaceChildren(this.downloadOffer);
     } else {
       const err = s.engine_error;
       const open = h("button", { type: "button", className: "small", textContent: "Open settings" });
@@ -170,6 +181,12 @@ class App {
     this.composer.setEnabled(engine === "ready" && !this.compareRunning, this.compareRunning ? "A comparison is running." : reason);
     this.composer.setStreaming(this.streaming !== null);
     this.budgetControls.setLocked(this.current?.local_only ?? false);
+  }
+
+  /** The models are on disk: the backend is restarting the engine. */
+  private afterDownload(): void {
+    this.downloadOffer = null;
+    void this.refreshStatus();
   }
 
   private async setBudget(budget: CloudBudget): Promise<void> {

@@ -13,7 +13,6 @@ import type {
   ErrorKind,
   KeyStatus,
   ModelStatus,
-  PullEvent,
   RouterKind,
   Settings,
   TestResult,
@@ -22,6 +21,7 @@ import { ROUTER_KINDS } from "../ipc/types";
 import { h, replace } from "../shell/dom";
 import { modal } from "../shell/dialog";
 import { ChatSettingsForm } from "../chat/settings";
+import { pullWithProgress } from "./pull";
 import { attempt, showError } from "../shell/toast";
 
 export type SettingsDeps = { status(): AppStatus | null; saved(budget: CloudBudget | null): void };
@@ -291,27 +291,9 @@ export class SettingsDialog {
 
   private async download(model: ModelStatus, button: HTMLButtonElement): Promise<void> {
     button.disabled = true;
-    const bar = h("progress", { max: 1, value: 0 });
-    const label = h("span", { className: "pull-label" }, "Starting…");
-    this.pull.replaceChildren(h("div", { className: "pull-progress" }, bar, label));
-    const onProgress = (e: PullEvent) => {
-      if (e.type === "progress") {
-        bar.max = e.total || 1;
-        bar.value = e.done;
-        // The whole file is there: what remains is checking its sha256.
-        label.textContent = e.total > 0 && e.done >= e.total ? "verifying sha256…" : `${e.total ? Math.floor((e.done / e.total) * 100) : 0} %`;
-      } else if (e.type === "done") {
-        bar.value = bar.max;
-        label.textContent = "done ✓";
-        model.pulled = true;
-      } else {
-        label.textContent = `failed — ${e.error.kind}: ${e.error.message}`;
-        label.classList.add("error");
-      }
-    };
-    const ok = await attempt(() => ipc.modelPull(model.name, onProgress), `download ${model.name}`);
-    if (ok === undefined) label.textContent = "failed";
+    await pullWithProgress(model, this.pull);
   }
+
 
   private async save(): Promise<void> {
     if (!this.settings) return;

@@ -133,7 +133,9 @@ export function installMockBackend(): void {
   window.__tandemMock = hooks;
 
   let engineCalls = 0;
-  const engineScript = params.get("engine"); // "loading" (ready after 2 polls) or "failed"
+  // "loading" (ready after 2 polls), "failed" (a corrupt model) or "missing" (a first start:
+  // no model pulled; ready once the edge model is)
+  const engineScript = params.get("engine");
   const evaluation = params.get("eval") === "none" ? null : EVALUATION_SVG; // "none": `tandem eval` never ran
   // The user of the browser tests priced the cloud and set a daily cap; see ipc_fixtures.rs.
   let budget = firstAnswer<CloudBudget>("budget_set");
@@ -166,6 +168,7 @@ export function installMockBackend(): void {
     { name: "qwen2.5-coder-1.5b", role: "cloud stand-in", bytes: 1_120_000_000, pulled: true },
     { name: "smollm2-360m", role: "edge", bytes: 271_000_000, pulled: false },
   ];
+  if (engineScript === "missing") for (const m of models.slice(0, 2)) m.pulled = false;
   const presets = firstAnswer<CloudPreset[]>("cloud_presets");
 
   const now = Date.now();
@@ -203,7 +206,8 @@ export function installMockBackend(): void {
 
   const status = (): AppStatus => {
     engineCalls++;
-    const engine = engineScript === "failed" ? "failed" : engineScript === "loading" && engineCalls <= 2 ? "loading" : "ready";
+    const edgeMissing = engineScript === "missing" && !models.find((m) => m.name === settings.edge)?.pulled;
+    const engine = engineScript === "failed" || edgeMissing ? "failed" : engineScript === "loading" && engineCalls <= 2 ? "loading" : "ready";
     return {
       edge_model: settings.edge,
       router: settings.router.kind,
@@ -213,7 +217,11 @@ export function installMockBackend(): void {
       key: keyStatus(settings.cloud.url),
       notices: params.has("notice") ? ["spend file was unreadable; today's spend starts at $0"] : [],
       engine,
-      engine_error: engine === "failed" ? { kind: "model_corrupt", message: "sha256 mismatch for qwen2.5-coder-0.5b.gguf" } : null,
+      engine_error: edgeMissing
+        ? { kind: "model_missing", message: "qwen2.5-coder-0.5b is not downloaded: run `tandem models pull qwen2.5-coder-0.5b`" }
+        : engine === "failed"
+          ? { kind: "model_corrupt", message: "sha256 mismatch for qwen2.5-coder-0.5b.gguf" }
+          : null,
       settings_problem: params.has("bad-settings")
         ? "config.toml is not valid: unknown field `max_shares`; it was kept as config.toml.bad-1764000000; the default settings are in use"
         : null,
