@@ -6,10 +6,11 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # WebKitGTK and GTK for the desktop shell (src-tauri); D-Bus and gnome-keyring for the keyring
-# tests; Chromium for the browser tests; Xvfb, WebKitWebDriver and ImageMagick for the window test.
+# tests; Chromium for the browser tests; Xvfb, WebKitWebDriver, ImageMagick and xdotool (to type
+# into the native save dialog) for the window test.
 install_system_packages libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libssl-dev libxdo-dev \
   file dbus-daemon dbus-bin gnome-keyring chromium xvfb xauth x11-utils imagemagick \
-  fonts-dejavu-core webkit2gtk-driver
+  fonts-dejavu-core webkit2gtk-driver xdotool
 install_node_packages
 cd "$ROOT"
 # The desktop app embeds the built UI, so it is built before anything compiles the app.

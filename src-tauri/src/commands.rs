@@ -5,6 +5,7 @@
 
 use crate::connection;
 use crate::error::{AppError, ErrorKind};
+use crate::files;
 use crate::replies::{self, Ask};
 use crate::state::Shared;
 use crate::views::{
@@ -17,11 +18,11 @@ use tandem_core::chat_settings::ChatSettings;
 use tandem_core::cloud::ApiKey;
 use tandem_core::engine::ReplyMode;
 use tandem_core::event::Event;
-use tandem_core::history::{Conversation, ConversationSummary};
+use tandem_core::history::{Conversation, ConversationSummary, ExportFormat};
 use tandem_core::models::{self, ModelStatus};
 use tandem_core::secrets::{self, KeyError};
 use tauri::ipc::Channel;
-use tauri::State;
+use tauri::{AppHandle, Runtime, State};
 
 type Result<T> = std::result::Result<T, AppError>;
 type AppState<'a> = State<'a, Arc<Shared>>;
@@ -110,18 +111,28 @@ pub fn conversation_set_settings(
     Ok(conversation)
 }
 
-/// A conversation as a Markdown or JSON file's contents, with provenance.
+/// Saves a conversation as Markdown or JSON (with provenance) where the user says in the
+/// native save dialog; the path written, or `null` when the user cancelled.
 #[tauri::command(async)]
-pub fn conversation_export(state: AppState<'_>, id: String, format: String) -> Result<String> {
+pub fn conversation_export_save<R: Runtime>(
+    app: AppHandle<R>,
+    state: AppState<'_>,
+    id: String,
+    format: String,
+) -> Result<Option<String>> {
+    let format = match format.as_str() {
+        "markdown" => ExportFormat::Markdown,
+        "json" => ExportFormat::Json,
+        other => {
+            return Err(AppError::new(
+                ErrorKind::InvalidInput,
+                format!("unknown export format '{other}' (markdown or json)"),
+            ))
+        }
+    };
     let conversation = state.store.get(&id)?;
-    match format.as_str() {
-        "markdown" => Ok(conversation.to_markdown()),
-        "json" => Ok(serde_json::to_string_pretty(&conversation).expect("conversations serialize")),
-        other => Err(AppError::new(
-            ErrorKind::InvalidInput,
-            format!("unknown export format '{other}' (markdown or json)"),
-        )),
-    }
+    let saved = files::export(&app, &conversation, format)?;
+    Ok(saved.map(|path| path.display().to_string()))
 }
 
 /// Sends a message in a conversation; the reply streams on `on_event` and is saved. Answers
@@ -203,6 +214,13 @@ pub fn settings_set(state: AppState<'_>, settings: SettingsView) -> Result<Setti
     let config = state.update_config(|c| settings.apply(c))?;
     state.restart_engine();
     Ok(SettingsView::of(&config))
+}
+
+/// An edge model file picked in the native open dialog, checked to be a GGUF; `null` when
+/// the user cancelled. Settings then saves it like a typed path.
+#[tauri::command(async)]
+pub fn model_pick_file<R: Runtime>(app: AppHandle<R>) -> Result<Option<String>> {
+    Ok(files::pick_model(&app)?.map(|path| path.display().to_string()))
 }
 
 /// Ready-made cloud endpoints.

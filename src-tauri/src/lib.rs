@@ -10,6 +10,7 @@ mod commands;
 mod connection;
 mod engine;
 pub mod error;
+mod files;
 mod replies;
 mod state;
 pub mod views;
@@ -28,6 +29,7 @@ pub fn build<R: Runtime>(builder: Builder<R>, paths: Paths) -> tauri::Result<App
     }
     builder
         .manage(shared)
+        .plugin(tauri_plugin_dialog::init())
         .invoke_handler(tauri::generate_handler![
             commands::conversations_list,
             commands::conversation_create,
@@ -36,7 +38,7 @@ pub fn build<R: Runtime>(builder: Builder<R>, paths: Paths) -> tauri::Result<App
             commands::conversation_delete,
             commands::conversation_set_local_only,
             commands::conversation_set_settings,
-            commands::conversation_export,
+            commands::conversation_export_save,
             commands::reply_send,
             commands::reply_regenerate,
             commands::reply_stop,
@@ -54,6 +56,7 @@ pub fn build<R: Runtime>(builder: Builder<R>, paths: Paths) -> tauri::Result<App
             commands::evaluation_latest,
             commands::models_list,
             commands::model_pull,
+            commands::model_pick_file,
         ])
         .build(tauri::generate_context!())
 }

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use support::{App, CHANNEL};
+use tandem_core::history::{Conversation, ExportFormat};
 use tandem_fake_cloud::{FakeCloud, Script};
 
 /// What the command tests ask of the app beyond a bare call.
@@ -157,13 +158,12 @@ fn a_fresh_home_says_the_model_is_missing_and_keeps_conversations() {
             .len(),
         2
     );
-    let md = app.ok(
-        "conversation_export",
-        json!({"id": id, "format": "markdown"}),
-    );
-    assert!(md.as_str().unwrap().starts_with("# Otters"), "{md}");
+    // An unknown format is refused before any dialog opens.
     assert_eq!(
-        app.error_kind("conversation_export", json!({"id": id, "format": "pdf"})),
+        app.error_kind(
+            "conversation_export_save",
+            json!({"id": id, "format": "pdf"})
+        ),
         "invalid_input"
     );
     app.ok("conversation_delete", json!({"id": id}));
@@ -439,11 +439,8 @@ fn a_chat_is_answered_with_its_own_settings_and_new_chats_start_from_settings() 
     assert_eq!(finished["reason"], "length");
     assert_eq!(finished["usage"]["cloud_tokens"], 3);
     // The export says how the chat was answered.
-    let markdown = app.ok(
-        "conversation_export",
-        json!({"id": id, "format": "markdown"}),
-    );
-    let markdown = markdown.as_str().unwrap();
+    let answered: Conversation = serde_json::from_value(c.clone()).unwrap();
+    let markdown = answered.export(ExportFormat::Markdown);
     assert!(markdown.contains("Answer in French.") && markdown.contains("up to 3 tokens"));
 
     // Out-of-range numbers are refused and the chat keeps what it had.

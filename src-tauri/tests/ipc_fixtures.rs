@@ -290,8 +290,11 @@ fn transcript() -> Vec<Exchange> {
     .unwrap();
     r.call("conversation_rename", json!({"id": id, "title": " "}))
         .unwrap_err();
-    r.call("conversation_export", json!({"id": id, "format": "pdf"}))
-        .unwrap_err();
+    r.call(
+        "conversation_export_save",
+        json!({"id": id, "format": "pdf"}),
+    )
+    .unwrap_err();
     let chat = ChatSettings {
         system_prompt: "Answer in one sentence.".into(),
         temperature: 0.8,

@@ -112,6 +112,18 @@ describe("settings", () => {
     await page.context().close();
   });
 
+  it("offers a GGUF file opened from disk as the edge model", async () => {
+    const { page } = await openApp(browser);
+    const dialog = await openSettings(page);
+    await dialog.locator("#open-gguf").click();
+    await expect.poll(() => dialog.locator("#edge-model").inputValue()).toBe("/home/you/models/my-model.Q4_K_M.gguf");
+    await dialog.locator("#save-settings").click();
+    await dialog.waitFor({ state: "hidden" });
+    const saved = (await callsOf(page, "settings_set")).at(-1)!.args.settings as { edge: string };
+    expect(saved.edge).toBe("/home/you/models/my-model.Q4_K_M.gguf");
+    await page.context().close();
+  });
+
   it("saves settings and the spend limits", async () => {
     const { page } = await openApp(browser);
     const dialog = await openSettings(page);

@@ -2,16 +2,17 @@
 // tauri-driver and WebKitWebDriver, with SmolLM2 as the edge model and the project's fake
 // cloud on 127.0.0.1. A prompt is sent, the streamed reply must hold a highlighted cloud
 // token, a screenshot of the screen is taken and checked (not blank; the cloud token's pixels
-// carry the highlight), the conversation must be on disk, and the app must exit cleanly.
+// carry the highlight), the chat is exported through the native save dialog to a path typed
+// into it (xdotool), the conversation must be on disk, and the app must exit cleanly.
 //
 // Run by scripts/test.sh inside xvfb-run; needs TANDEM_APP, TANDEM_FAKE_CLOUD,
 // TANDEM_TEST_MODELS and TANDEM_SCREENSHOT (where the PNG goes).
 
 import { Builder, By, Key, until } from "selenium-webdriver";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 
 const need = (name) => {
@@ -70,6 +71,8 @@ writeFileSync(
 const port = 4444 + Math.floor(Math.random() * 1000);
 const driverProcess = start("tauri-driver", ["--port", String(port), "--native-driver", "/usr/bin/WebKitWebDriver"], {
   TANDEM_HOME: home,
+  // GTK's file chooser keeps its settings in dconf, which needs a session bus; in memory here.
+  GSETTINGS_BACKEND: "memory",
 });
 await sleep(1500);
 
@@ -124,6 +127,28 @@ try {
   const beside = mean(box({ x: body.x + body.width - 12, y: body.y + 2, width: 8, height: 8 }));
   const distance = Math.hypot(...inToken.map((c, i) => c - beside[i]));
   check(distance > 0.03, `the cloud token's pixels stand out from the reply background (distance ${distance.toFixed(3)})`);
+
+  // Export through the native save dialog (GTK's, opened by the backend): the user types
+  // where the file goes, and it lands there holding the conversation.
+  const exported = join(home, "exports", "the sea.md");
+  mkdirSync(dirname(exported), { recursive: true });
+  await driver.findElement(By.xpath("//button[normalize-space()='Export .md']")).click();
+  const dialogWindow = execFileSync("xdotool", ["search", "--sync", "--name", "Export the conversation"], { timeout: 30_000 })
+    .toString()
+    .trim()
+    .split("\n")[0];
+  execFileSync("xdotool", ["windowfocus", "--sync", dialogWindow]);
+  await sleep(500);
+  execFileSync("xdotool", ["key", "--clearmodifiers", "ctrl+a"]);
+  execFileSync("xdotool", ["type", "--delay", "15", exported]);
+  execFileSync("xdotool", ["key", "Return"]);
+  const toast = await driver.wait(until.elementLocated(By.xpath("//*[contains(@class, 'toast') and contains(., 'Saved to')]")), 30_000);
+  check((await toast.getText()).includes(exported), `the window says where the export went: ${JSON.stringify(await toast.getText())}`);
+  const markdown = existsSync(exported) ? readFileSync(exported, "utf8") : "";
+  check(
+    markdown.includes("## You\n\nTell me about the sea.") && /ocean|waves/.test(markdown),
+    `the exported file holds the conversation (${markdown.length} bytes)`,
+  );
 } catch (e) {
   check(false, `the window test ran to its end: ${e.name} ${e.message}`);
 } finally {

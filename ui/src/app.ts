@@ -289,17 +289,10 @@ class App {
   private async export(format: ExportFormat): Promise<void> {
     const c = this.current;
     if (!c) return;
-    const contents = await attempt(() => ipc.conversationExport(c.id, format), "export");
-    if (contents === undefined) return;
-    const blob = new Blob([contents], { type: format === "json" ? "application/json" : "text/markdown" });
-    const url = URL.createObjectURL(blob);
-    const safe = c.title.replace(/[^\p{L}\p{N} _-]+/gu, "").trim() || "chat";
-    const link = h("a", { href: url, download: `${safe}.${format === "json" ? "json" : "md"}` });
-    document.body.appendChild(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    const path = await attempt(() => ipc.conversationExportSave(c.id, format), "export");
+    if (path) showInfo(`Saved to ${path}`, "export");
   }
+
 
   // ---- replies ----
 

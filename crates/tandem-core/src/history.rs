@@ -67,6 +67,34 @@ pub struct ConversationSummary {
     pub preview: String,
 }
 
+/// What a conversation is exported as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    /// Readable text with each reply's provenance.
+    Markdown,
+    /// The conversation as saved: every event of every reply.
+    Json,
+}
+
+impl ExportFormat {
+    /// The file name extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportFormat::Markdown => "md",
+            ExportFormat::Json => "json",
+        }
+    }
+
+    /// What the save dialog calls such files.
+    pub fn description(self) -> &'static str {
+        match self {
+            ExportFormat::Markdown => "Markdown",
+            ExportFormat::Json => "JSON",
+        }
+    }
+}
+
 /// The title a new conversation starts with.
 pub const UNTITLED: &str = "New chat";
 const TITLE_CHARS: usize = 48;
@@ -185,6 +213,27 @@ impl Conversation {
                 .messages
                 .iter()
                 .any(|m| m.content.to_lowercase().contains(&query))
+    }
+
+    /// The file's contents in `format`.
+    pub fn export(&self, format: ExportFormat) -> String {
+        match format {
+            ExportFormat::Markdown => self.to_markdown(),
+            ExportFormat::Json => {
+                serde_json::to_string_pretty(self).expect("conversations serialize")
+            }
+        }
+    }
+
+    /// A file name for the export: the title without what file systems refuse or hide.
+    pub fn export_file_name(&self, format: ExportFormat) -> String {
+        let safe: String = (self.title.chars())
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '_' | '-'))
+            .collect();
+        let stem = Some(safe.trim())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("chat");
+        format!("{stem}.{}", format.extension())
     }
 
     /// The conversation as Markdown; each reply ends with its provenance: counts, cost, and
@@ -510,6 +559,20 @@ mod tests {
                 "{id}"
             );
         }
+    }
+
+    #[test]
+    fn export_file_names_keep_the_title_and_nothing_a_path_could_use() {
+        let mut c = Conversation::new("1".into(), 0, ChatSettings::default());
+        c.title = "../../etc/passwd: a \"title\"".into();
+        assert_eq!(
+            c.export_file_name(ExportFormat::Markdown),
+            "etcpasswd a title.md"
+        );
+        c.title = "///".into();
+        assert_eq!(c.export_file_name(ExportFormat::Json), "chat.json");
+        let json: Conversation = serde_json::from_str(&c.export(ExportFormat::Json)).unwrap();
+        assert_eq!(json, c);
     }
 
     #[test]

@@ -199,7 +199,7 @@ fn plain_transcript(messages: &[Message]) -> String {
 }
 
 /// Fails early, with a clear message, on a file that cannot be a GGUF model.
-fn check_gguf(path: &Path) -> Result<(), LoadError> {
+pub fn check_gguf(path: &Path) -> Result<(), LoadError> {
     use std::io::Read;
     let mut magic = [0u8; 4];
     let mut file = std::fs::File::open(path).map_err(|_| LoadError::Missing(path.to_owned()))?;

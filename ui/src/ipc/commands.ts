@@ -34,7 +34,7 @@ export const COMMANDS = [
   "conversation_delete",
   "conversation_set_local_only",
   "conversation_set_settings",
-  "conversation_export",
+  "conversation_export_save",
   "reply_send",
   "reply_regenerate",
   "reply_stop",
@@ -51,6 +51,7 @@ export const COMMANDS = [
   "key_clear",
   "models_list",
   "model_pull",
+  "model_pick_file",
   "evaluation_latest",
 ] as const;
 export type Command = (typeof COMMANDS)[number];
@@ -83,8 +84,9 @@ export const conversationSetSettings = (id: string, settings: ChatSettings) =>
   call<Conversation>("conversation_set_settings", { id, settings });
 export const conversationSetLocalOnly = (id: string, localOnly: boolean) =>
   call<Conversation>("conversation_set_local_only", { id, localOnly });
-export const conversationExport = (id: string, format: ExportFormat) =>
-  call<string>("conversation_export", { id, format });
+/** Asks where to save (the native dialog, opened by the backend) and writes the file there: its path, or null if cancelled. */
+export const conversationExportSave = (id: string, format: ExportFormat) =>
+  call<string | null>("conversation_export_save", { id, format });
 
 // ---- Replies: the promise settles when the reply is queued, with the chat as saved with the
 // message (the first one titles it); events follow and end with `finished` ----
@@ -112,6 +114,8 @@ export const keyStatus = (url: string) => call<KeyStatus>("key_status", { url })
 export const keySet = (url: string, key: string) => call<KeyStatus>("key_set", { url, key });
 export const keyClear = (url: string) => call<KeyStatus>("key_clear", { url });
 export const modelsList = () => call<ModelStatus[]>("models_list");
+/** A GGUF picked in the native open dialog and checked by the backend: its path, or null if cancelled. */
+export const modelPickFile = () => call<string | null>("model_pick_file");
 export const modelPull = (name: string, onProgress: (e: PullEvent) => void) =>
   call<null>("model_pull", { name, onProgress: new Channel<PullEvent>(onProgress) });
 /** The SVG text of the latest `tandem eval` chart (a file from disk: show it only as an image), or null. */

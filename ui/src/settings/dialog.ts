@@ -113,6 +113,8 @@ export class SettingsDialog {
       if (p.needs_key) this.keyInput.focus();
     });
     this.edge.addEventListener("change", () => this.renderPull());
+    const openFile = h("button", { type: "button", className: "ghost", id: "open-gguf", textContent: "Open a GGUF file…" });
+    openFile.addEventListener("click", () => void this.pickModelFile());
     // A key belongs to one endpoint: show the one saved for the URL as typed.
     this.url.addEventListener("change", () => void this.refreshKey());
 
@@ -130,7 +132,13 @@ export class SettingsDialog {
         this.keyStatus,
         h("div", { className: "row" }, test, this.testResult),
       ),
-      h("section", { className: "settings-section" }, h("h3", {}, "Edge model"), field("Model", this.edge), this.pull),
+      h(
+        "section",
+        { className: "settings-section" },
+        h("h3", {}, "Edge model"),
+        field("Model", h("div", { className: "row" }, this.edge, openFile)),
+        this.pull,
+      ),
       h(
         "section",
         { className: "settings-section" },
@@ -202,6 +210,15 @@ export class SettingsDialog {
     this.dialog.showModal();
     // Only once the dialog is open, so a failure's toast lands inside it, not under its backdrop.
     void this.loadEvaluation();
+  }
+
+  /** A model file from disk (checked by the backend), offered in the picker until saved. */
+  private async pickModelFile(): Promise<void> {
+    const path = await attempt(ipc.modelPickFile, "open model");
+    if (!path) return;
+    if (![...this.edge.options].some((o) => o.value === path)) this.edge.appendChild(h("option", { value: path }, path));
+    this.edge.value = path;
+    this.renderPull();
   }
 
   private cloud(): Settings["cloud"] {

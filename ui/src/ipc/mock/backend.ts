@@ -356,10 +356,10 @@ export function installMockBackend(): void {
         c.local_only = Boolean(args.localOnly);
         return structuredClone(c);
       }
-      case "conversation_export": {
-        const c = get(args.id);
-        if (args.format === "json") return JSON.stringify(c, null, 2);
-        return `# ${c.title}\n\n` + c.messages.map((m) => `**${m.role === "user" ? "You" : "Tandem"}:**\n\n${m.content}\n`).join("\n");
+      case "conversation_export_save": {
+        get(args.id);
+        // The user picked this place in the (native, here imagined) save dialog.
+        return `/home/you/Documents/chat.${args.format === "json" ? "json" : "md"}`;
       }
       case "reply_send": {
         const c = get(args.id);
@@ -429,6 +429,8 @@ export function installMockBackend(): void {
         end(channel, index);
         return null;
       }
+      case "model_pick_file":
+        return "/home/you/models/my-model.Q4_K_M.gguf";
       case "evaluation_latest":
         return evaluation;
     }

@@ -1,0 +1,62 @@
+//! Files where the user says: a conversation exported through the native save dialog, and an
+//! edge model picked through the native open dialog.
+//!
+//! The dialogs run here, in the backend, so the web view never names a path: only the user
+//! does, in the dialog (the web view holds no file-system or dialog permission at all). An
+//! export is written atomically; a picked model is checked to be a GGUF before Settings
+//! offers it.
+
+use crate::error::{AppError, ErrorKind};
+use std::path::PathBuf;
+use tandem_core::engine::OpenError;
+use tandem_core::history::{Conversation, ExportFormat};
+use tandem_core::local::check_gguf;
+use tauri::{AppHandle, Manager, Runtime};
+use tauri_plugin_dialog::{DialogExt, FileDialogBuilder};
+
+/// The dialog builder, over the app's window when it has one.
+fn dialog<R: Runtime>(app: &AppHandle<R>, title: &str) -> FileDialogBuilder<R> {
+    let builder = app.dialog().file().set_title(title);
+    match app.get_webview_window("main") {
+        Some(window) => builder.set_parent(&window),
+        None => builder,
+    }
+}
+
+fn chosen(path: tauri_plugin_dialog::FilePath) -> Result<PathBuf, AppError> {
+    path.into_path()
+        .map_err(|e| AppError::new(ErrorKind::InvalidInput, format!("not a local file: {e}")))
+}
+
+/// Asks where to save `conversation` as `format` and writes it there; the path, or `None`
+/// when the user cancelled.
+pub fn export<R: Runtime>(
+    app: &AppHandle<R>,
+    conversation: &Conversation,
+    format: ExportFormat,
+) -> Result<Option<PathBuf>, AppError> {
+    let picked = dialog(app, "Export the conversation")
+        .set_file_name(conversation.export_file_name(format))
+        .add_filter(format.description(), &[format.extension()])
+        .blocking_save_file();
+    let Some(path) = picked else { return Ok(None) };
+    let path = chosen(path)?;
+    tandem_core::atomic::write(&path, conversation.export(format).as_bytes()).map_err(|e| {
+        AppError::new(
+            ErrorKind::Storage,
+            format!("could not write {}: {e}", path.display()),
+        )
+    })?;
+    Ok(Some(path))
+}
+
+/// Asks for a GGUF file and checks that it is one; its path, or `None` when cancelled.
+pub fn pick_model<R: Runtime>(app: &AppHandle<R>) -> Result<Option<PathBuf>, AppError> {
+    let picked = dialog(app, "Open an edge model (GGUF)")
+        .add_filter("GGUF model", &["gguf"])
+        .blocking_pick_file();
+    let Some(path) = picked else { return Ok(None) };
+    let path = chosen(path)?;
+    check_gguf(&path).map_err(|e| AppError::from(OpenError::Load(e)))?;
+    Ok(Some(path))
+}
