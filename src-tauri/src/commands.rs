@@ -51,7 +51,7 @@ pub fn conversations_list(
 /// A new, empty conversation.
 #[tauri::command(async)]
 pub fn conversation_create(state: AppState<'_>) -> Result<Conversation> {
-    Ok(state.store.create(state.config().chat_settings())?)
+    Ok(state.store.create()?)
 }
 
 /// One conversation with every message and reply event.
@@ -95,7 +95,7 @@ pub fn conversation_set_local_only(
     Ok(conversation)
 }
 
-/// Sets how a conversation's next replies are written.
+/// Gives a conversation settings of its own (until then it follows Settings' `chat`).
 #[tauri::command(async)]
 pub fn conversation_set_settings(
     state: AppState<'_>,
@@ -106,7 +106,7 @@ pub fn conversation_set_settings(
         .validate()
         .map_err(|e| AppError::new(ErrorKind::InvalidInput, e))?;
     let mut conversation = state.store.get(&id)?;
-    conversation.settings = settings;
+    conversation.settings = Some(settings);
     state.store.save(&mut conversation)?;
     Ok(conversation)
 }
@@ -131,7 +131,8 @@ pub fn conversation_export_save<R: Runtime>(
         }
     };
     let conversation = state.store.get(&id)?;
-    let saved = files::export(&app, &conversation, format)?;
+    let defaults = state.config().chat_settings();
+    let saved = files::export(&app, &conversation, format, defaults)?;
     Ok(saved.map(|path| path.display().to_string()))
 }
 

@@ -8,6 +8,7 @@
 
 use crate::error::{AppError, ErrorKind};
 use std::path::PathBuf;
+use tandem_core::chat_settings::ChatSettings;
 use tandem_core::engine::OpenError;
 use tandem_core::history::{Conversation, ExportFormat};
 use tandem_core::local::check_gguf;
@@ -28,12 +29,13 @@ fn chosen(path: tauri_plugin_dialog::FilePath) -> Result<PathBuf, AppError> {
         .map_err(|e| AppError::new(ErrorKind::InvalidInput, format!("not a local file: {e}")))
 }
 
-/// Asks where to save `conversation` as `format` and writes it there; the path, or `None`
-/// when the user cancelled.
+/// Asks where to save `conversation` as `format` (with `defaults` where it has no settings of
+/// its own) and writes it there; the path, or `None` when the user cancelled.
 pub fn export<R: Runtime>(
     app: &AppHandle<R>,
     conversation: &Conversation,
     format: ExportFormat,
+    defaults: ChatSettings,
 ) -> Result<Option<PathBuf>, AppError> {
     let picked = dialog(app, "Export the conversation")
         .set_file_name(conversation.export_file_name(format))
@@ -41,12 +43,14 @@ pub fn export<R: Runtime>(
         .blocking_save_file();
     let Some(path) = picked else { return Ok(None) };
     let path = chosen(path)?;
-    tandem_core::atomic::write(&path, conversation.export(format).as_bytes()).map_err(|e| {
-        AppError::new(
-            ErrorKind::Storage,
-            format!("could not write {}: {e}", path.display()),
-        )
-    })?;
+    tandem_core::atomic::write(&path, conversation.export(format, defaults).as_bytes()).map_err(
+        |e| {
+            AppError::new(
+                ErrorKind::Storage,
+                format!("could not write {}: {e}", path.display()),
+            )
+        },
+    )?;
     Ok(Some(path))
 }
 

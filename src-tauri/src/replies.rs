@@ -57,7 +57,7 @@ pub fn start(
         shared,
         conversation.turns(),
         mode,
-        conversation.settings.clone(),
+        conversation.settings_or(shared.config().chat_settings()),
     )?;
     let early_failure = shared.store.save(&mut conversation).err();
     let asked = conversation.summary();

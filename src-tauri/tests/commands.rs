@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use support::{App, CHANNEL};
+use tandem_core::chat_settings::ChatSettings;
 use tandem_core::history::{Conversation, ExportFormat};
 use tandem_fake_cloud::{FakeCloud, Script};
 
@@ -383,7 +384,7 @@ fn a_corrupt_model_file_is_reported_as_such() {
 }
 
 #[test]
-fn a_chat_is_answered_with_its_own_settings_and_new_chats_start_from_settings() {
+fn a_chat_follows_settings_until_it_has_its_own_and_is_answered_with_them() {
     let Some(edge) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
         return;
     };
@@ -393,7 +394,7 @@ fn a_chat_is_answered_with_its_own_settings_and_new_chats_start_from_settings() 
     std::fs::write(
         home.path().join("config/config.toml"),
         format!(
-            "edge = {:?}\nthreads = 1\ncontext = 1024\nsystem_prompt = \"Be brief.\"\n\
+            "edge = {:?}\nthreads = 1\ncontext = 1024\nmax_tokens = 4\nsystem_prompt = \"Be brief.\"\n\
              [cloud]\nurl = {:?}\n[budget]\nmax_share = 1.0\n[router]\nkind = \"cloud-only\"\n",
             edge.to_str().unwrap(),
             fake.base_url()
@@ -403,15 +404,36 @@ fn a_chat_is_answered_with_its_own_settings_and_new_chats_start_from_settings() 
     let app = App::start(home.path());
     assert_eq!(app.settled_status()["engine"], "ready");
 
-    // A new chat starts from what Settings give new chats.
+    // A new chat follows Settings: their system prompt reaches the prompt the cloud is sent,
+    // and their reply length ends the reply.
     let c = app.ok("conversation_create", json!({}));
-    assert_eq!(c["settings"]["system_prompt"], "Be brief.", "{c}");
-    assert_eq!(c["settings"]["context_policy"], "rolling");
+    assert_eq!(c["settings"], Value::Null, "{c}");
     let id = c["id"].as_str().unwrap().to_owned();
+    let sent_and_finished = |messages: usize| {
+        let c = app.conversation_with(&id, messages);
+        let events = c["messages"][messages - 1]["events"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let sent = events
+            .iter()
+            .find(|e| e["type"] == "cloud_request")
+            .unwrap()["sent"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (sent, events.last().unwrap().clone(), c)
+    };
+    app.reply(
+        "reply_send",
+        json!({"id": id, "text": "Say hello.", "onEvent": CHANNEL}),
+    );
+    let (sent, finished, _) = sent_and_finished(2);
+    assert!(sent.contains("Be brief."), "{sent}");
+    assert_eq!(finished["usage"]["cloud_tokens"], 4);
 
-    // What the chat is set to is what the engine does: its system prompt reaches the prompt
-    // the cloud is sent, and its reply length ends the reply.
-    let mut settings = c["settings"].clone();
+    // Once the chat has its own, its replies follow them instead.
+    let mut settings = app.ok("settings_get", json!({}))["chat"].clone();
     settings["system_prompt"] = json!("Answer in French.");
     settings["max_tokens"] = json!(3);
     let saved = app.ok(
@@ -421,26 +443,18 @@ fn a_chat_is_answered_with_its_own_settings_and_new_chats_start_from_settings() 
     assert_eq!(saved["settings"]["max_tokens"], 3);
     app.reply(
         "reply_send",
-        json!({"id": id, "text": "Say hello.", "onEvent": CHANNEL}),
+        json!({"id": id, "text": "Again.", "onEvent": CHANNEL}),
     );
-    let c = app.conversation_with(&id, 2);
-    let events = c["messages"][1]["events"].as_array().unwrap();
-    let sent = events
-        .iter()
-        .find(|e| e["type"] == "cloud_request")
-        .unwrap()["sent"]
-        .as_str()
-        .unwrap();
+    let (sent, finished, c) = sent_and_finished(4);
     assert!(
         sent.contains("Answer in French.") && !sent.contains("Be brief."),
         "{sent}"
     );
-    let finished = events.last().unwrap();
     assert_eq!(finished["reason"], "length");
     assert_eq!(finished["usage"]["cloud_tokens"], 3);
     // The export says how the chat was answered.
-    let answered: Conversation = serde_json::from_value(c.clone()).unwrap();
-    let markdown = answered.export(ExportFormat::Markdown);
+    let answered: Conversation = serde_json::from_value(c).unwrap();
+    let markdown = answered.export(ExportFormat::Markdown, ChatSettings::default());
     assert!(markdown.contains("Answer in French.") && markdown.contains("up to 3 tokens"));
 
     // Out-of-range numbers are refused and the chat keeps what it had.

@@ -118,7 +118,7 @@ fn payloads() -> Value {
         created_ms: 1_764_000_000_000,
         updated_ms: 1_764_000_000_500,
         local_only: false,
-        settings: ChatSettings::default(),
+        settings: Some(ChatSettings::default()),
         messages: vec![Message {
             role: Role::User,
             content: "Hi".into(),
@@ -383,7 +383,7 @@ struct Retitle {
 fn titles() -> Vec<Retitle> {
     let mut titles = Vec::new();
     for chat in CHATS {
-        let mut conversation = Conversation::new("c".into(), 0, ChatSettings::default());
+        let mut conversation = Conversation::new("c".into(), 0);
         for &message in *chat {
             let before = conversation.title.clone();
             conversation.push_user(message);

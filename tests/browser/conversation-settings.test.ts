@@ -17,7 +17,8 @@ describe("chat settings", () => {
     await page.locator(".chat-item").first().click();
     await page.locator("#chat-settings-open").click();
     const dialog = page.locator("dialog#chat-settings");
-    // A chat starts from the defaults Settings give new chats.
+    await dialog.waitFor();
+    // A chat without settings of its own shows the ones Settings give every such chat.
     expect(await dialog.locator("[name=temperature]").inputValue()).toBe("0");
     expect(await dialog.locator("[name=context_policy]").inputValue()).toBe("rolling");
     await dialog.locator("[name=system_prompt]").fill("Answer in one sentence.");
@@ -36,6 +37,7 @@ describe("chat settings", () => {
 
     // Reopened, the dialog shows what was saved; a temperature of 3 is refused and it stays open.
     await page.locator("#chat-settings-open").click();
+    await dialog.waitFor();
     expect(await dialog.locator("[name=system_prompt]").inputValue()).toBe("Answer in one sentence.");
     await dialog.locator("[name=temperature]").fill("3");
     await dialog.locator("button[type=submit]").click();
@@ -50,6 +52,7 @@ describe("chat settings", () => {
     const { page } = await openApp(browser);
     await page.locator("#chat-settings-open").click();
     const dialog = page.locator("dialog#chat-settings");
+    await dialog.waitFor();
     await dialog.locator("[name=system_prompt]").fill("You are terse.");
     await dialog.locator("button[type=submit]").click();
     expect(await callsOf(page, "conversation_set_settings")).toHaveLength(0);

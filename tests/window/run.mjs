@@ -3,7 +3,9 @@
 // cloud on 127.0.0.1. A prompt is sent, the streamed reply must hold a highlighted cloud
 // token, a screenshot of the screen is taken and checked (not blank; the cloud token's pixels
 // carry the highlight), the chat is exported through the native save dialog to a path typed
-// into it (xdotool), the conversation must be on disk, and the app must exit cleanly.
+// into it (xdotool), a saved conversation twice the context window goes on with a marker of
+// what the model no longer sees (screenshots beside the first: -long, -settings), the
+// conversations must be on disk, and the app must exit cleanly.
 //
 // Run by scripts/test.sh inside xvfb-run; needs TANDEM_APP, TANDEM_FAKE_CLOUD,
 // TANDEM_TEST_MODELS and TANDEM_SCREENSHOT (where the PNG goes).
@@ -66,6 +68,27 @@ writeFileSync(
     "[router]",
     'kind = "entropy"',
   ].join("\n") + "\n",
+);
+
+// A conversation about twice the 1024-token window, saved before the app starts: answering
+// it, the engine must leave its oldest turns out of view and the window must say so.
+const longChat = "19a0000000-1-0";
+mkdirSync(join(home, "data", "conversations"), { recursive: true });
+writeFileSync(
+  join(home, "data", "conversations", `${longChat}.json`),
+  JSON.stringify({
+    id: longChat,
+    title: "A long conversation",
+    created_ms: 1_764_000_000_000,
+    updated_ms: 1_764_000_000_000,
+    messages: Array.from({ length: 24 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content:
+        i % 2
+          ? `Answer ${(i + 1) / 2}: waves are wind energy moving through water; the water itself mostly goes round in circles as each wave passes, and a swell raised by a storm can cross a whole ocean before it breaks on a far shore.`
+          : `Question ${i / 2 + 1}: what makes the waves of the sea, how far can a single wave travel across an ocean, and why do some days bring long slow swells while others bring short choppy ones?`,
+    })),
+  }),
 );
 
 const port = 4444 + Math.floor(Math.random() * 1000);
@@ -149,6 +172,27 @@ try {
     markdown.includes("## You\n\nTell me about the sea.") && /ocean|waves/.test(markdown),
     `the exported file holds the conversation (${markdown.length} bytes)`,
   );
+
+  // The long conversation goes on: the real engine leaves its oldest turns out of view, and
+  // the window marks where the model's view begins.
+  await driver.findElement(By.xpath("//li[contains(@class, 'chat-item')]//*[normalize-space()='A long conversation']")).click();
+  const longInput = await driver.findElement(By.css('textarea[aria-label="Message"]'));
+  await longInput.sendKeys("And how tall can the biggest waves get?", Key.ENTER);
+  const marker = await driver.wait(until.elementLocated(By.css(".left-out-marker")), 120_000, "no marker of what the model no longer sees");
+  await driver.wait(until.elementLocated(By.css(".message.assistant:last-child .reply-footer")), 120_000, "the long chat's reply never finished");
+  const said = await marker.getText();
+  check(/^\d+ earlier messages are out of the model's view$/.test(said), `the window marks where the model's view begins: ${JSON.stringify(said)}`);
+  await driver.executeScript("arguments[0].scrollIntoView({block: 'center'})", marker);
+  await sleep(300);
+  execFileSync("import", ["-window", "root", screenshot.replace(/\.png$/, "-long.png")]);
+
+  // The chat's own settings, as the dialog shows them.
+  await driver.findElement(By.id("chat-settings-open")).click();
+  await driver.wait(until.elementLocated(By.css("dialog#chat-settings[open]")), 10_000);
+  const policy = await driver.findElement(By.css("dialog#chat-settings [name=context_policy]")).getAttribute("value");
+  check(policy === "rolling", `the chat settings show the chat's policy (${policy})`);
+  await sleep(300);
+  execFileSync("import", ["-window", "root", screenshot.replace(/\.png$/, "-settings.png")]);
 } catch (e) {
   check(false, `the window test ran to its end: ${e.name} ${e.message}`);
 } finally {
@@ -167,8 +211,14 @@ check(lingering === "", `the app exited (${lingering || "no process left"})`);
 let events = [];
 try {
   const folder = join(home, "data", "conversations");
-  const conversation = JSON.parse(readFileSync(join(folder, readdirSync(folder)[0]), "utf8"));
-  events = conversation.messages[1]?.events ?? [];
+  const saved = readdirSync(folder).map((f) => JSON.parse(readFileSync(join(folder, f), "utf8")));
+  const sea = saved.find((c) => c.messages[0]?.content === "Tell me about the sea.");
+  events = sea?.messages[1]?.events ?? [];
+  const long = saved.find((c) => c.id === longChat);
+  check(
+    long?.messages.length === 26 && long.messages[25].events.some((e) => e.type === "left_out"),
+    "the long chat's reply is saved with what it left out",
+  );
 } catch (e) {
   console.log(`no saved conversation: ${e.message}`);
 }

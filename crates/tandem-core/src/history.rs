@@ -44,10 +44,10 @@ pub struct Conversation {
     /// Replies never use the cloud.
     #[serde(default)]
     pub local_only: bool,
-    /// How its replies are written (conversations saved before these existed get the
-    /// defaults).
+    /// How its replies are written, once the user set them for this chat; until then (and
+    /// in conversations saved before chats had settings) it follows Settings.
     #[serde(default)]
-    pub settings: ChatSettings,
+    pub settings: Option<ChatSettings>,
     /// Oldest first.
     pub messages: Vec<Message>,
 }
@@ -115,15 +115,15 @@ fn shorten(text: &str, chars: usize) -> String {
 }
 
 impl Conversation {
-    /// An empty, untitled conversation answered with `settings`.
-    pub fn new(id: String, now_ms: u64, settings: ChatSettings) -> Self {
+    /// An empty, untitled conversation that follows Settings.
+    pub fn new(id: String, now_ms: u64) -> Self {
         Self {
             id,
             title: UNTITLED.to_owned(),
             created_ms: now_ms,
             updated_ms: now_ms,
             local_only: false,
-            settings,
+            settings: None,
             messages: Vec::new(),
         }
     }
@@ -215,13 +215,22 @@ impl Conversation {
                 .any(|m| m.content.to_lowercase().contains(&query))
     }
 
-    /// The file's contents in `format`.
-    pub fn export(&self, format: ExportFormat) -> String {
+    /// What its replies are written with: its own settings, else `defaults` (Settings').
+    pub fn settings_or(&self, defaults: ChatSettings) -> ChatSettings {
+        self.settings.clone().unwrap_or(defaults)
+    }
+
+    /// The file's contents in `format`, with the settings its replies are written with
+    /// (`defaults` where the chat has none of its own).
+    pub fn export(&self, format: ExportFormat, defaults: ChatSettings) -> String {
+        let settings = self.settings_or(defaults);
         match format {
-            ExportFormat::Markdown => self.to_markdown(),
-            ExportFormat::Json => {
-                serde_json::to_string_pretty(self).expect("conversations serialize")
-            }
+            ExportFormat::Markdown => self.to_markdown(&settings),
+            ExportFormat::Json => serde_json::to_string_pretty(&Conversation {
+                settings: Some(settings),
+                ..self.clone()
+            })
+            .expect("conversations serialize"),
         }
     }
 
@@ -238,8 +247,7 @@ impl Conversation {
 
     /// The conversation as Markdown; each reply ends with its provenance: counts, cost, and
     /// every cloud token with its score, the edge token it replaced and the request latency.
-    pub fn to_markdown(&self) -> String {
-        let s = &self.settings;
+    fn to_markdown(&self, s: &ChatSettings) -> String {
         let mut out = format!(
             "# {}\n\n> temperature {} · top-p {} · up to {} tokens per reply · long \
              conversations: {}\n\n",
@@ -362,13 +370,13 @@ impl ConversationStore {
         Ok(self.dir.join(format!("{id}.json")))
     }
 
-    /// A new, empty conversation answered with `settings`, saved.
-    pub fn create(&self, settings: ChatSettings) -> Result<Conversation, HistoryError> {
+    /// A new, empty conversation, saved.
+    pub fn create(&self) -> Result<Conversation, HistoryError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let now = now_ms();
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let id = format!("{now:x}-{:x}-{n:x}", std::process::id());
-        let mut conversation = Conversation::new(id, now, settings);
+        let mut conversation = Conversation::new(id, now);
         self.save(&mut conversation)?;
         Ok(conversation)
     }
@@ -475,7 +483,7 @@ mod tests {
 
     /// A conversation of one question and its routed reply, saved in `store`.
     fn sky_question(store: &ConversationStore) -> Conversation {
-        let mut c = store.create(ChatSettings::default()).unwrap();
+        let mut c = store.create().unwrap();
         c.push_user("What colour is the sky on a clear day, usually?");
         c.push_reply(ReplyMode::Routed, reply_events());
         store.save(&mut c).unwrap();
@@ -509,10 +517,10 @@ mod tests {
     fn list_is_newest_first_and_search_looks_into_messages() {
         let dir = tempfile::tempdir().unwrap();
         let store = ConversationStore::new(dir.path());
-        let mut a = store.create(ChatSettings::default()).unwrap();
+        let mut a = store.create().unwrap();
         a.push_user("Tell me about otters");
         store.save(&mut a).unwrap();
-        let mut b = store.create(ChatSettings::default()).unwrap();
+        let mut b = store.create().unwrap();
         b.push_user("Rust lifetimes");
         b.push_reply(ReplyMode::Edge, reply_events());
         b.updated_ms = a.updated_ms + 10;
@@ -536,7 +544,7 @@ mod tests {
     fn a_corrupt_file_is_reported_skipped_and_kept() {
         let dir = tempfile::tempdir().unwrap();
         let store = ConversationStore::new(dir.path());
-        let good = store.create(ChatSettings::default()).unwrap();
+        let good = store.create().unwrap();
         let broken = dir.path().join("conversations/0-bad.json");
         std::fs::write(&broken, b"{\"id\": ").unwrap();
         assert!(matches!(
@@ -563,7 +571,7 @@ mod tests {
 
     #[test]
     fn export_file_names_keep_the_title_and_nothing_a_path_could_use() {
-        let mut c = Conversation::new("1".into(), 0, ChatSettings::default());
+        let mut c = Conversation::new("1".into(), 0);
         c.title = "../../etc/passwd: a \"title\"".into();
         assert_eq!(
             c.export_file_name(ExportFormat::Markdown),
@@ -571,13 +579,16 @@ mod tests {
         );
         c.title = "///".into();
         assert_eq!(c.export_file_name(ExportFormat::Json), "chat.json");
-        let json: Conversation = serde_json::from_str(&c.export(ExportFormat::Json)).unwrap();
-        assert_eq!(json, c);
+        // A chat without settings of its own is exported with the ones it is answered with.
+        let json = c.export(ExportFormat::Json, ChatSettings::default());
+        let json: Conversation = serde_json::from_str(&json).unwrap();
+        assert_eq!(json.settings, Some(ChatSettings::default()));
+        assert_eq!(json.messages, c.messages);
     }
 
     #[test]
     fn regenerate_drops_only_a_trailing_reply() {
-        let mut c = Conversation::new("1".into(), 0, ChatSettings::default());
+        let mut c = Conversation::new("1".into(), 0);
         assert!(!c.drop_last_reply(), "nothing to answer");
         c.push_user("hi");
         c.push_reply(ReplyMode::Routed, reply_events());
@@ -595,10 +606,10 @@ mod tests {
             system_prompt: "Be brief.".into(),
             ..ChatSettings::default()
         };
-        let mut c = Conversation::new("1".into(), 0, settings);
+        let mut c = Conversation::new("1".into(), 0);
         c.push_user("Sky?");
         c.push_reply(ReplyMode::Routed, reply_events());
-        let md = c.to_markdown();
+        let md = c.export(ExportFormat::Markdown, settings);
         assert!(
             md.starts_with(
                 "# Sky?\n\n> temperature 0 · top-p 0.95 · up to 256 tokens per reply · long \
@@ -633,7 +644,7 @@ mod tests {
         loop {
             let mut c = store
                 .get("c-kept")
-                .unwrap_or_else(|_| Conversation::new("c-kept".into(), 0, ChatSettings::default()));
+                .unwrap_or_else(|_| Conversation::new("c-kept".into(), 0));
             c.push_user(&"a user's words ".repeat(100));
             c.push_reply(ReplyMode::Routed, reply_events());
             store.save(&mut c).unwrap();
@@ -707,7 +718,7 @@ mod tests {
     fn a_save_that_does_not_fit_fails_clearly_and_keeps_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let store = ConversationStore::new(dir.path());
-        let mut c = Conversation::new("c-full".into(), 0, ChatSettings::default());
+        let mut c = Conversation::new("c-full".into(), 0);
         c.push_user("What colour is the sky on a clear day, usually?");
         store.save(&mut c).unwrap();
         let before = std::fs::read(store.path("c-full").unwrap()).unwrap();
@@ -750,7 +761,7 @@ mod tests {
             std::fs::write(&path, &bytes).unwrap();
             match store.get(&c.id) {
                 Ok(loaded) => {
-                    let _ = (loaded.summary(), loaded.to_markdown(), loaded.turns(), loaded.reply_mode());
+                    let _ = (loaded.summary(), loaded.export(ExportFormat::Markdown, ChatSettings::default()), loaded.turns(), loaded.reply_mode());
                 }
                 Err(e) => proptest::prop_assert!(matches!(e, HistoryError::Corrupt { .. }), "{e}"),
             }

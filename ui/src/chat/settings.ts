@@ -1,7 +1,7 @@
 /**
  * A chat's own settings: its system prompt, how the local model samples, how long a reply may
  * be, and what happens once the conversation outgrows the context window. The same form edits
- * the defaults new chats get (in Settings). What is saved is what the engine uses for the
+ * Settings' defaults, which every chat without settings of its own follows. What is saved is what the engine uses for the
  * chat's next reply; the backend checks the numbers and says what is out of range.
  */
 import type { ChatSettings, ContextPolicy } from "../ipc/types";
@@ -58,14 +58,14 @@ export class ChatSettingsForm {
   constructor() {
     for (const p of CONTEXT_POLICIES) this.policy.appendChild(h("option", { value: p, textContent: POLICY_TEXT[p].label }));
     this.policy.addEventListener("change", () => this.describePolicy());
-    const presets = h("div", { className: "presets" });
+    const presets = h("div", { className: "presets" }, h("small", { className: "field-hint" }, "Temperature 0 always takes the likeliest token."));
     for (const preset of PRESETS) {
       const button = h("button", { type: "button", className: "ghost small", textContent: preset.name });
       button.addEventListener("click", () => {
         this.temperature.value = String(preset.temperature);
         this.topP.value = String(preset.top_p);
       });
-      presets.appendChild(button);
+      presets.insertBefore(button, presets.lastChild);
     }
     this.element = h(
       "div",
@@ -74,7 +74,7 @@ export class ChatSettingsForm {
       h(
         "div",
         { className: "row" },
-        field("Temperature", this.temperature, "0 always takes the likeliest token."),
+        field("Temperature", this.temperature),
         field("Top-p", this.topP),
         field("Max reply tokens", this.maxTokens),
       ),

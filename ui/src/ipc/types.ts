@@ -134,7 +134,7 @@ export type Message = { role: Role; content: string; mode?: ReplyMode; events?: 
 export type ContextPolicy = "rolling" | "drop_middle" | "stop";
 /** Every policy, in the order the backend offers them (`ContextPolicy::ALL`). */
 export const CONTEXT_POLICIES: readonly ContextPolicy[] = ["rolling", "drop_middle", "stop"];
-/** How a conversation's replies are written; Settings give new chats theirs. */
+/** How a conversation's replies are written: its own, or else Settings' `chat`. */
 export type ChatSettings = {
   system_prompt: string;
   temperature: number;
@@ -148,7 +148,8 @@ export type Conversation = {
   created_ms: number;
   updated_ms: number;
   local_only: boolean;
-  settings: ChatSettings;
+  /** Its own settings, once the user set them; null: it follows Settings' `chat`. */
+  settings: ChatSettings | null;
   messages: Message[];
 };
 export type ConversationSummary = {
@@ -237,7 +238,7 @@ export type Settings = {
   threads: number | null;
   cloud: CloudSettings;
   router: { kind: RouterKind };
-  /** What new chats are answered with. */
+  /** What chats without settings of their own are answered with. */
   chat: ChatSettings;
 };
 export type CloudPreset = { name: string; url: string; mode: CloudMode; needs_key: boolean };

@@ -156,7 +156,7 @@ export class SettingsDialog {
         "section",
         { className: "settings-section", id: "new-chat-settings" },
         h("h3", {}, "New chats"),
-        h("small", { className: "field-hint" }, "What a new chat starts with; each chat can change its own (Chat settings, above the messages)."),
+        h("small", { className: "field-hint" }, "What chats are answered with unless they have settings of their own (Chat settings, above the messages)."),
         this.newChats.element,
       ),
       h("section", { className: "settings-section" }, h("h3", {}, "Router evaluation"), this.evaluation),

@@ -180,7 +180,7 @@ export function installMockBackend(): void {
     created_ms: now - 3_600_000,
     updated_ms: now - 3_600_000,
     local_only: false,
-    settings: structuredClone(settings.chat),
+    settings: null,
     messages: [
       { role: "user", content: "Write a Python function that reverses a string." },
       { role: "assistant", mode: "routed", content: routedText, events: ROUTED },
