@@ -469,3 +469,107 @@ fn a_chat_follows_settings_until_it_has_its_own_and_is_answered_with_them() {
     let c = app.ok("conversation_get", json!({ "id": id }));
     assert_eq!(c["settings"]["top_p"], saved["settings"]["top_p"]);
 }
+
+/// Settings for a home whose edge is SmolLM2 and whose cloud (writing every token) is `url`.
+fn write_cloud_only_config(home: &Path, edge: &Path, url: &str) {
+    std::fs::create_dir_all(home.join("config")).unwrap();
+    std::fs::write(
+        home.join("config/config.toml"),
+        format!(
+            "edge = {:?}\nthreads = 1\ncontext = 1024\nmax_tokens = 6\n\
+             [cloud]\nurl = {url:?}\ntimeout_secs = 120.0\n[budget]\nmax_share = 1.0\n\
+             [router]\nkind = \"cloud-only\"\n",
+            edge.to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+}
+
+/// The child half of the kill test below: the app asks a cloud that never answers, says
+/// which chat it asked in, and waits to be killed. Does nothing when run on its own.
+#[test]
+#[ignore = "run as a child process by the_app_killed_mid_reply_keeps_the_chat_and_answers_it_after_a_restart"]
+fn waits_for_the_cloud_until_killed() {
+    let Some(home) = std::env::var_os("TANDEM_KILL_TEST_HOME") else {
+        return;
+    };
+    let app = App::start(Path::new(&home));
+    assert_eq!(app.settled_status()["engine"], "ready");
+    let id = app.ok("conversation_create", json!({}))["id"].clone();
+    app.reply(
+        "reply_send",
+        json!({"id": id, "text": "Tell me about the sea.", "onEvent": CHANNEL}),
+    );
+    println!("asked {}", id.as_str().unwrap());
+    std::thread::sleep(Duration::from_secs(300));
+}
+
+/// The app killed (SIGKILL: no destructor, no flush) while a reply waits for the cloud: the
+/// chat is on disk with the user's message and nothing half-written; started again, the app
+/// answers it.
+#[test]
+fn the_app_killed_mid_reply_keeps_the_chat_and_answers_it_after_a_restart() {
+    use std::io::BufRead;
+    let Some(edge) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let stalled = FakeCloud::start(Script::cycle(&[" waves"])).unwrap();
+    stalled.push_faults(std::iter::repeat_n(
+        tandem_fake_cloud::Fault::Delay(Duration::from_secs(120)),
+        4,
+    ));
+    write_cloud_only_config(home.path(), &edge, &stalled.base_url());
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "waits_for_the_cloud_until_killed"])
+        .args(["--ignored", "--test-threads=1", "--nocapture"])
+        .env("TANDEM_KILL_TEST_HOME", home.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        // The harness may print the test's name on the same line first.
+        .find_map(|line| {
+            line.split_once("asked ")
+                .map(|(_, id)| id.trim().to_owned())
+        })
+        .expect("the child asked");
+    // The reply is in flight: the cloud has its first request and sits on it.
+    let start = Instant::now();
+    while stalled.requests() == 0 && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let folder = home.path().join("data/conversations");
+    let names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [format!("{id}.json")],
+        "nothing half-written beside it"
+    );
+
+    let cloud = FakeCloud::start(Script::cycle(&[" waves"])).unwrap();
+    write_cloud_only_config(home.path(), &edge, &cloud.base_url());
+    let app = App::start(home.path());
+    assert_eq!(app.settled_status()["engine"], "ready");
+    let c = app.ok("conversation_get", json!({ "id": id }));
+    assert_eq!(c["messages"].as_array().unwrap().len(), 1, "{c}");
+    assert_eq!(c["messages"][0]["content"], "Tell me about the sea.");
+    app.reply("reply_regenerate", json!({"id": id, "onEvent": CHANNEL}));
+    let c = app.conversation_with(&id, 2);
+    assert!(
+        c["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("waves"),
+        "{c}"
+    );
+}
