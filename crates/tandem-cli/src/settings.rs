@@ -9,6 +9,7 @@ use tandem_core::config::{Config, ConfigError};
 use tandem_core::engine::Engine;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
+use tandem_core::window::ContextPolicy;
 use tandem_serve::startup::{self, Started};
 
 /// An engine ready to chat, and the stand-in cloud it may talk to (stopped on drop).
@@ -60,6 +61,10 @@ pub struct Overrides {
     /// Sampling temperature of the edge (0 = greedy).
     #[arg(long)]
     pub temperature: Option<f32>,
+    /// Once a conversation outgrows the context window: rolling (the oldest turns leave the
+    /// model's view), drop-middle (the first exchange stays) or stop.
+    #[arg(long)]
+    pub context_policy: Option<ContextPolicy>,
     /// Sampling seed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -123,6 +128,10 @@ impl Overrides {
         if let Some(v) = self.seed {
             c.sampling.seed = v;
         }
+        if let Some(v) = self.context_policy {
+            c.context_policy = v;
+        }
+        c.chat_settings().validate().map_err(anyhow::Error::msg)?;
         Ok(c)
     }
 }

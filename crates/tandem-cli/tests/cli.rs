@@ -154,6 +154,29 @@ fn a_corrupt_model_file_is_named_in_the_error() {
 }
 
 #[test]
+fn chat_flags_out_of_range_or_unknown_are_refused_by_name() {
+    let home = tempfile::tempdir().unwrap();
+    for (flag, value, said) in [
+        ("--temperature", "5", "temperature must be between 0 and 2"),
+        (
+            "--context-policy",
+            "forget",
+            "unknown context policy 'forget'",
+        ),
+    ] {
+        let output = tandem(home.path())
+            .args(["generate", "--prompt", "hi", flag, value])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success() && stderr.contains(said),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn a_bad_settings_file_is_reported_with_the_key() {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join("config")).unwrap();

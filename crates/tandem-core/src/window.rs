@@ -34,6 +34,15 @@ impl ContextPolicy {
         ContextPolicy::Stop,
     ];
 
+    /// Its name in settings files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContextPolicy::Stop => "stop",
+            ContextPolicy::Rolling => "rolling",
+            ContextPolicy::DropMiddle => "drop_middle",
+        }
+    }
+
     /// What it does, in a few words (exports and the CLI).
     pub fn describe(self) -> &'static str {
         match self {
@@ -41,6 +50,18 @@ impl ContextPolicy {
             ContextPolicy::Rolling => "the oldest turns leave the model's view",
             ContextPolicy::DropMiddle => "the first exchange stays, the middle leaves the view",
         }
+    }
+}
+
+impl std::str::FromStr for ContextPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.replace('-', "_");
+        ContextPolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == wanted)
+            .ok_or_else(|| format!("unknown context policy '{s}' (rolling, drop_middle or stop)"))
     }
 }
 
@@ -150,6 +171,21 @@ mod tests {
 
     fn window(turns: &[Message], each: usize, room: usize, policy: ContextPolicy) -> Range<usize> {
         left_out(turns, &vec![each; turns.len()], room, policy).unwrap()
+    }
+
+    #[test]
+    fn policies_read_by_their_names_with_either_separator() {
+        for policy in ContextPolicy::ALL {
+            assert_eq!(policy.name().parse(), Ok(policy));
+            // The name is what serde writes in settings files.
+            let toml = serde_json::to_string(&policy).unwrap();
+            assert_eq!(toml, format!("\"{}\"", policy.name()));
+        }
+        assert_eq!("drop-middle".parse(), Ok(ContextPolicy::DropMiddle));
+        assert!("forget"
+            .parse::<ContextPolicy>()
+            .unwrap_err()
+            .contains("rolling"));
     }
 
     #[test]
