@@ -809,3 +809,51 @@ fn serve_takes_only_json_from_key_holders_and_refuses_huge_bodies() {
         .json(&serde_json::json!({"prompt": "Hi", "max_tokens": 2}));
     assert_eq!(status(fine), 200);
 }
+
+/// `tandem generate` killed (SIGKILL) at 20 random moments of a priced, routed reply: the
+/// spend ledger always reads back (never the "unreadable, counts as capped" state), what it
+/// recorded never goes down, and no half-written file is left in the data folder.
+#[test]
+fn generate_killed_at_twenty_moments_leaves_the_spend_ledger_whole() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        "[budget]\nmax_share = 0.5\nprices = { input_per_mtok = 1.0, output_per_mtok = 2.0 }\n",
+    )
+    .unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean", " waves"])).unwrap();
+    let ledger = tandem_core::spend::SpendLedger::new(&home.path().join("data"));
+    let (mut seed, mut spent) = (0x2545_f491_4f6c_dd1d_u64, 0.0);
+    for _ in 0..20 {
+        let mut child = generate(
+            home.path(),
+            &model,
+            &fake,
+            "Tell me about the sea.",
+            &["--max-tokens", "32", "--router", "entropy"],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(std::time::Duration::from_millis(200 + seed % 1500));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let today = ledger.today();
+        assert!(!today.unknown_before, "the ledger became unreadable");
+        assert!(today.usd >= spent, "recorded spend went down");
+        spent = today.usd;
+        let stray: Vec<_> = std::fs::read_dir(home.path().join("data"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect();
+        assert!(stray.is_empty(), "half-written files: {stray:?}");
+    }
+    eprintln!("${spent:.6} recorded over 20 killed runs");
+}
