@@ -85,6 +85,32 @@ fn cases() -> Vec<Case> {
             Expect::Fallback,
         ),
         case(
+            "connect timeout (the server's backlog is full)",
+            Box::new(|_| {
+                // A listener with room for one waiting connection, taken: the kernel drops
+                // further handshakes, so a connect hangs as it does to a host that is down.
+                use socket2::{Domain, Socket, Type};
+                let full = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+                full.bind(
+                    &"127.0.0.1:0"
+                        .parse::<std::net::SocketAddr>()
+                        .unwrap()
+                        .into(),
+                )
+                .unwrap();
+                full.listen(0).unwrap();
+                let addr = full.local_addr().unwrap().as_socket().unwrap();
+                for _ in 0..2 {
+                    let taken =
+                        std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200));
+                    std::mem::forget(taken);
+                }
+                std::mem::forget(full);
+                format!("http://{addr}/v1")
+            }),
+            Expect::Fallback,
+        ),
+        case(
             "accepts the connection, never answers",
             Box::new(|_| {
                 let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
