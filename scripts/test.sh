@@ -63,7 +63,8 @@ npm test 2>&1 | tee -a "$results"
 # The window test runs the app as a user installs it: the .deb (a debug build, which reuses
 # the build above), unpacked into a throwaway root as `dpkg -i` would install it.
 log "the .deb package, unpacked into a throwaway root"
-DEB="$(bash scripts/package.sh --debug | grep '\.deb$' | tail -1)"
+DEB="$(bash scripts/package.sh --debug | grep '\.deb$' | tail -1 || true)"
+[ -n "$DEB" ] || { log "scripts/package.sh wrote no .deb"; exit 1; }
 PACKAGE_ROOT="$(mktemp -d)"
 trap 'rm -f "$results"; rm -rf "$PACKAGE_ROOT"' EXIT
 dpkg-deb -x "$DEB" "$PACKAGE_ROOT"

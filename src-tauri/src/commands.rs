@@ -113,8 +113,8 @@ pub fn conversation_set_settings(
 
 /// Saves a conversation as Markdown or JSON (with provenance) where the user says in the
 /// native save dialog; the path written, or `null` when the user cancelled.
-#[tauri::command(async)]
-pub fn conversation_export_save<R: Runtime>(
+#[tauri::command]
+pub async fn conversation_export_save<R: Runtime>(
     app: AppHandle<R>,
     state: AppState<'_>,
     id: String,
@@ -132,7 +132,8 @@ pub fn conversation_export_save<R: Runtime>(
     };
     let conversation = state.store.get(&id)?;
     let defaults = state.config().chat_settings();
-    let saved = files::export(&app, &conversation, format, defaults)?;
+    // The dialog waits for the user: on the blocking pool, not on an async worker.
+    let saved = blocking(move || files::export(&app, &conversation, format, defaults)).await??;
     Ok(saved.map(|path| path.display().to_string()))
 }
 
@@ -219,9 +220,10 @@ pub fn settings_set(state: AppState<'_>, settings: SettingsView) -> Result<Setti
 
 /// An edge model file picked in the native open dialog, checked to be a GGUF; `null` when
 /// the user cancelled. Settings then saves it like a typed path.
-#[tauri::command(async)]
-pub fn model_pick_file<R: Runtime>(app: AppHandle<R>) -> Result<Option<String>> {
-    Ok(files::pick_model(&app)?.map(|path| path.display().to_string()))
+#[tauri::command]
+pub async fn model_pick_file<R: Runtime>(app: AppHandle<R>) -> Result<Option<String>> {
+    let picked = blocking(move || files::pick_model(&app)).await??;
+    Ok(picked.map(|path| path.display().to_string()))
 }
 
 /// Ready-made cloud endpoints.

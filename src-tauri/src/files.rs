@@ -3,11 +3,11 @@
 //!
 //! The dialogs run here, in the backend, so the web view never names a path: only the user
 //! does, in the dialog (the web view holds no file-system or dialog permission at all). An
-//! export is written atomically; a picked model is checked to be a GGUF before Settings
-//! offers it.
+//! export replaces its file in one rename; a picked model is checked to be a GGUF before
+//! Settings offers it. A dialog waits for the user, so it runs on the blocking pool.
 
 use crate::error::{AppError, ErrorKind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tandem_core::chat_settings::ChatSettings;
 use tandem_core::engine::OpenError;
 use tandem_core::history::{Conversation, ExportFormat};
@@ -43,15 +43,26 @@ pub fn export<R: Runtime>(
         .blocking_save_file();
     let Some(path) = picked else { return Ok(None) };
     let path = chosen(path)?;
-    tandem_core::atomic::write(&path, conversation.export(format, defaults).as_bytes()).map_err(
-        |e| {
-            AppError::new(
-                ErrorKind::Storage,
-                format!("could not write {}: {e}", path.display()),
-            )
-        },
-    )?;
+    write_beside(&path, conversation.export(format, defaults).as_bytes()).map_err(|e| {
+        AppError::new(
+            ErrorKind::Storage,
+            format!("could not write {}: {e}", path.display()),
+        )
+    })?;
     Ok(Some(path))
+}
+
+/// Writes `bytes` to a hidden file beside `path`, then renames it over `path`: a full disk
+/// leaves the old file whole. Unlike the data folder's own files (private), an export gets
+/// the permissions any new file of the user's gets.
+fn write_beside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let partial = path.with_file_name(format!(".{name}.tandem-export"));
+    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
 }
 
 /// Asks for a GGUF file and checks that it is one; its path, or `None` when cancelled.

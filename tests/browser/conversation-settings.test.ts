@@ -48,20 +48,20 @@ describe("chat settings", () => {
     await page.context().close();
   });
 
-  it("set on a new chat before its first message apply to that chat", async () => {
+  it("saved on a new chat before its first message create the chat, and the message goes there", async () => {
     const { page } = await openApp(browser);
     await page.locator("#chat-settings-open").click();
     const dialog = page.locator("dialog#chat-settings");
     await dialog.waitFor();
     await dialog.locator("[name=system_prompt]").fill("You are terse.");
     await dialog.locator("button[type=submit]").click();
-    expect(await callsOf(page, "conversation_set_settings")).toHaveLength(0);
-    await send(page, "hello");
-    await waitForReply(page);
+    await expect.poll(() => dialog.isVisible()).toBe(false);
     const [set] = await callsOf(page, "conversation_set_settings");
     expect(set!.args).toMatchObject({ id: "c-1", settings: { system_prompt: "You are terse." } });
-    const calls = (await callsOf(page, "reply_send")).length;
-    expect(calls).toBe(1);
+    await send(page, "hello");
+    await waitForReply(page);
+    expect((await callsOf(page, "conversation_create")).length).toBe(1);
+    expect((await callsOf(page, "reply_send")).map((c) => c.args.id)).toEqual(["c-1"]);
     await page.context().close();
   });
 });

@@ -4,7 +4,7 @@
  */
 import * as ipc from "./ipc/commands";
 import { toUiError } from "./ipc/errors";
-import type { AppStatus, ChatSettings, CloudBudget, Conversation, ConversationSummary, Event, ExportFormat } from "./ipc/types";
+import type { AppStatus, CloudBudget, Conversation, ConversationSummary, Event, ExportFormat } from "./ipc/types";
 import { BudgetControls } from "./budget/controls";
 import { ChatHeader } from "./chat/header";
 import { ChatSettingsDialog } from "./chat/settings";
@@ -32,12 +32,14 @@ class App {
   /** The chat the streaming reply belongs to. */
   private streamingFor: string | null = null;
   private compareRunning = false;
-  /** Chat settings chosen before a new chat's first message (it is created by that message). */
-  private draftSettings: ChatSettings | null = null;
+  /** A message is being sent (its chat may still be being created): a second one waits. */
+  private sending = false;
   private statusTimer = 0;
   private readonly shownNotices = new Set<string>();
   /** On a first start without models, the banner's offer to download them (kept while it runs). */
   private downloadOffer: HTMLElement | null = null;
+  /** The edge model the offer is for. */
+  private offerFor: string | null = null;
 
   private readonly sidebar: Sidebar;
   private readonly topbar: Topbar;
@@ -132,9 +134,16 @@ class App {
       this.shownNotices.add(notice);
       showInfo(notice, "notice");
     }
-    if (status.engine === "failed" && status.engine_error?.kind === "model_missing" && !this.downloadOffer) {
+    // Offer the download while the edge model is missing, for the model the settings name.
+    const missing = status.engine === "failed" && status.engine_error?.kind === "model_missing";
+    if (!missing || this.offerFor !== status.edge_model) {
+      this.downloadOffer = null;
+      this.offerFor = null;
+    }
+    if (missing && !this.downloadOffer) {
       const models = await attempt(ipc.modelsList, "models");
       this.downloadOffer = models ? downloadOffer(status, models, () => this.afterDownload()) : null;
+      this.offerFor = status.edge_model;
     }
     this.renderEngine();
     // While the engine loads, ask again until it is ready or has failed.
@@ -235,7 +244,6 @@ class App {
 
   /** "New chat" shows an empty draft; the chat itself is created by its first message. */
   private async createChat(): Promise<void> {
-    this.draftSettings = null;
     this.show(null);
     await this.refreshList();
     this.composer.focus();
@@ -268,19 +276,30 @@ class App {
     await this.refreshList();
   }
 
-  /** The open chat's settings; for a draft, the defaults new chats get (kept until it is created). */
+  /**
+   * The open chat's settings (Settings' own where it has none). On a new chat not yet sent,
+   * saving creates it, so what the backend refuses is refused before any message.
+   */
   private async openChatSettings(): Promise<void> {
-    const current = this.current?.settings ?? this.draftSettings ?? (await attempt(ipc.settingsGet, "settings"))?.chat;
-    if (!current) return;
+    const opened = this.current;
+    const current = opened?.settings ?? (await attempt(ipc.settingsGet, "settings"))?.chat;
+    if (!current || this.current !== opened) return;
     this.chatSettings.open(current, async (settings) => {
-      const c = this.current;
+      let c = this.current;
+      const created = !c;
       if (!c) {
-        this.draftSettings = settings;
-        return true;
+        c = (await attempt(ipc.conversationCreate, "new chat")) ?? null;
+        if (!c) return false;
       }
-      const saved = await attempt(() => ipc.conversationSetSettings(c.id, settings), "chat settings");
-      if (!saved) return false;
-      if (this.current?.id === saved.id) this.current = { ...this.current, settings: saved.settings };
+      const id = c.id;
+      const saved = await attempt(() => ipc.conversationSetSettings(id, settings), "chat settings");
+      if (!saved) {
+        if (created) await attempt(() => ipc.conversationDelete(id), "new chat");
+        return false;
+      }
+      if (created && !this.current) this.show(saved);
+      else if (this.current?.id === saved.id) this.current = { ...this.current, settings: saved.settings };
+      await this.refreshList();
       showInfo("Chat settings saved; the next reply uses them.", "chat settings");
       return true;
     });
@@ -293,27 +312,26 @@ class App {
     if (path) showInfo(`Saved to ${path}`, "export");
   }
 
-
   // ---- replies ----
 
   private async send(text: string): Promise<void> {
-    if (this.streaming) return;
-    if (!this.current) {
-      let created = await attempt(ipc.conversationCreate, "new chat");
-      if (!created) return;
-      const chosen = this.draftSettings;
-      if (chosen) {
-        const id = created.id;
-        created = (await attempt(() => ipc.conversationSetSettings(id, chosen), "chat settings")) ?? created;
+    if (this.streaming || this.sending) return;
+    this.sending = true;
+    try {
+      if (!this.current) {
+        const created = await attempt(ipc.conversationCreate, "new chat");
+        // The user may have opened another chat meanwhile: this message belongs to none.
+        if (!created || this.current) return;
+        this.current = created;
+        this.chatHeader.show(created);
       }
-      this.draftSettings = null;
-      this.current = created;
-      this.chatHeader.show(created);
+      const id = this.current.id;
+      this.current.messages.push({ role: "user", content: text });
+      this.conversation.appendUser(text);
+      await this.stream(id, (onEvent) => ipc.replySend(id, text, onEvent));
+    } finally {
+      this.sending = false;
     }
-    const id = this.current.id;
-    this.current.messages.push({ role: "user", content: text });
-    this.conversation.appendUser(text);
-    await this.stream(id, (onEvent) => ipc.replySend(id, text, onEvent));
   }
 
   private async regenerate(): Promise<void> {
@@ -326,6 +344,8 @@ class App {
 
   private async stream(id: string, start: (onEvent: (e: Event) => void) => Promise<ConversationSummary>): Promise<void> {
     const reply = new ReplyView();
+    // The view this reply has is told by its own `left_out` (none: the whole chat).
+    this.conversation.markLeftOut(0, 0);
     this.streaming = reply;
     this.streamingFor = id;
     this.conversation.appendReply(reply);

@@ -8,6 +8,8 @@ use tandem_core::event::{Event, TokenSource};
 pub struct TerminalView {
     json: bool,
     colour: bool,
+    /// The messages out of the model's view, as last said (said again only when they change).
+    left_out: Option<(u32, u32)>,
 }
 
 impl TerminalView {
@@ -16,6 +18,7 @@ impl TerminalView {
         Self {
             json,
             colour: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            left_out: None,
         }
     }
 
@@ -43,11 +46,15 @@ impl TerminalView {
                 let _ = write!(out, "{text}");
             }
             Event::Notice { message, .. } => eprintln!("\n[notice] {message}"),
-            Event::LeftOut { from, to } => eprintln!(
-                "[context] messages {}–{} are out of the model's view (the window is full)",
-                from + 1,
-                to
-            ),
+            Event::LeftOut { from, to } if self.left_out != Some((*from, *to)) => {
+                self.left_out = Some((*from, *to));
+                eprintln!(
+                    "[context] messages {}–{} are out of the model's view (the window is full)",
+                    from + 1,
+                    to
+                );
+            }
+            Event::LeftOut { .. } => {}
             Event::Finished {
                 reason,
                 usage,

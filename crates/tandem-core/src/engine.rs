@@ -208,7 +208,7 @@ impl Chat<'_> {
         let reserve = (settings.max_tokens as usize + span + 1).min(self.edge.context_size() / 2);
         let (messages, left_out) = match self.window(settings, reserve)? {
             View::Fits { messages, left_out } => (messages, left_out),
-            View::Full(message) => return Ok(context_full(message, sink)),
+            View::Full(message) => return Ok(self.unanswered(message, sink)),
         };
         let prompt = self
             .edge
@@ -216,15 +216,14 @@ impl Chat<'_> {
         if prompt.len() + reserve > self.edge.context_size() {
             // The window's estimate fell short (it counts generously, so this is rare).
             let message = "the conversation's last turns fill the context window".to_owned();
-            return Ok(context_full(message, sink));
+            return Ok(self.unanswered(message, sink));
         }
-        if !left_out.is_empty()
-            && !sink.emit(Event::LeftOut {
+        if !left_out.is_empty() {
+            // A stop asked for now is seen at `started`, which ends the reply as cancelled.
+            sink.emit(Event::LeftOut {
                 from: left_out.start as u32,
                 to: left_out.end as u32,
-            })
-        {
-            return Ok(Usage::default());
+            });
         }
         let spent_today_usd = self.engine.spend.today_usd();
         if spent_today_usd.is_infinite() && self.engine.budget.get().daily_spend_cap_usd.is_some() {
@@ -292,6 +291,22 @@ impl Chat<'_> {
         Ok(usage)
     }
 
+    /// Ends a reply that has no room: the reason, then `finished` with `context_full`; the
+    /// conversation gets an empty reply, as the app saves one.
+    fn unanswered(&mut self, message: String, sink: &mut dyn EventSink) -> Usage {
+        sink.emit(Event::Notice {
+            kind: NoticeKind::ContextFull,
+            message,
+        });
+        sink.emit(Event::Finished {
+            reason: FinishReason::ContextFull,
+            usage: Usage::default(),
+            timings: Timings::default(),
+        });
+        self.messages.push(Message::assistant(""));
+        Usage::default()
+    }
+
     /// Forgets the conversation (the KV cache is reused from its first differing token).
     pub fn reset(&mut self) {
         self.messages.clear();
@@ -312,20 +327,6 @@ enum View {
 /// Tokens a turn's template adds around its text, counted generously (Qwen's and SmolLM2's
 /// add five) so that a window that fits by the estimate fits the real prompt.
 const MESSAGE_FRAME_TOKENS: usize = 8;
-
-/// Ends a reply that has no room: the reason, then `finished` with `context_full`.
-fn context_full(message: String, sink: &mut dyn EventSink) -> Usage {
-    sink.emit(Event::Notice {
-        kind: NoticeKind::ContextFull,
-        message,
-    });
-    sink.emit(Event::Finished {
-        reason: FinishReason::ContextFull,
-        usage: Usage::default(),
-        timings: Timings::default(),
-    });
-    Usage::default()
-}
 
 /// Passes a reply's events on, keeping its text, and puts today's spend on disk before anyone
 /// hears the reply finished (so a meter read right after it counts this reply).

@@ -29,7 +29,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod atomic;
+mod atomic;
 pub mod budget;
 pub mod chat_settings;
 pub mod cloud;

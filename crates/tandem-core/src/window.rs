@@ -83,14 +83,22 @@ pub fn left_out(
     room: usize,
     policy: ContextPolicy,
 ) -> Result<Range<usize>, Overflow> {
+    debug_assert_eq!(turns.len(), costs.len());
     let answered: Vec<usize> = (0..turns.len())
         .filter(|&i| turns[i].role == Role::User)
         .collect();
     let Some(&last) = answered.last() else {
         return Ok(0..0);
     };
-    let size = |from: usize, to: usize| costs[from..=to].iter().sum::<usize>();
-    if size(0, turns.len() - 1) <= room {
+    // Tokens of turns `from..to`, from running totals.
+    let totals: Vec<usize> = std::iter::once(0)
+        .chain(costs.iter().scan(0, |sum, cost| {
+            *sum += cost;
+            Some(*sum)
+        }))
+        .collect();
+    let tokens = |from: usize, to: usize| totals[to] - totals[from];
+    if tokens(0, turns.len()) <= room {
         return Ok(0..0);
     }
     if policy == ContextPolicy::Stop {
@@ -104,17 +112,14 @@ pub fn left_out(
         ContextPolicy::DropMiddle => answered.get(1).copied().unwrap_or(0),
         _ => 0,
     };
-    let head = if size_or_zero(costs, 0, head) * 2 > room
-        || size_or_zero(costs, 0, head) + costs[last] > room
-    {
+    let head = if tokens(0, head) * 2 > room || tokens(0, head) + costs[last] > room {
         0
     } else {
         head
     };
-    let head_cost = size_or_zero(costs, 0, head);
     let mut start = head;
     for &asked in answered.iter().filter(|&&i| i >= head) {
-        let start_of = |at: usize| head_cost + size_or_zero(costs, at, asked + 1);
+        let start_of = |at: usize| tokens(0, head) + tokens(at, asked + 1);
         if asked < start || start_of(start) <= room {
             continue;
         }
@@ -132,16 +137,9 @@ pub fn left_out(
             None => fitting.next().or(next_question).unwrap_or(turns.len()),
         };
     }
-    if start > last {
-        // Unreachable while the last message fits on its own; kept as the safe answer.
-        return Err(Overflow::MessageTooLong);
-    }
-    Ok(head..start)
-}
-
-/// Tokens of turns `from..to`.
-fn size_or_zero(costs: &[usize], from: usize, to: usize) -> usize {
-    costs.get(from..to).map_or(0, |c| c.iter().sum())
+    // The last question fits with the head (checked above), so the replay ends at or before it.
+    debug_assert!(start <= last);
+    Ok(head..start.min(last))
 }
 
 /// `turns` without the range left out.

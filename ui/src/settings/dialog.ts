@@ -311,7 +311,6 @@ export class SettingsDialog {
     await pullWithProgress(model, this.pull);
   }
 
-
   private async save(): Promise<void> {
     if (!this.settings) return;
     const settings: Settings = {

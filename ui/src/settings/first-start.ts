@@ -27,13 +27,15 @@ export function downloadOffer(status: AppStatus, models: ModelStatus[], done: ()
     type: "button",
     className: "primary small",
     id: "download-models",
-    textContent: `Download ${missing.length === 1 ? "it" : `both`} (${size(total)})`,
+    textContent: `Download ${missing.length === 1 ? "it" : missing.length === 2 ? "both" : `all ${missing.length}`} (${size(total)})`,
   });
   const progress = h("div", { className: "first-start-progress" });
   button.addEventListener("click", () => {
     button.disabled = true;
+    progress.replaceChildren();
     void (async () => {
-      for (const model of missing) {
+      // A retry skips what the last attempt already brought in.
+      for (const model of missing.filter((m) => !m.pulled)) {
         const place = h("div");
         progress.appendChild(place);
         if (!(await pullWithProgress(model, place, model.name))) {
