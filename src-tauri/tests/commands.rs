@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use support::{App, CHANNEL};
 use tandem_core::chat_settings::ChatSettings;
 use tandem_core::history::{Conversation, ExportFormat};
+use tandem_core::sampling::SplitMix64;
 use tandem_fake_cloud::{FakeCloud, Script};
 
 /// What the command tests ask of the app beyond a bare call.
@@ -89,6 +90,20 @@ fn test_model(file: &str) -> Option<std::path::PathBuf> {
         return None;
     };
     Some(Path::new(&dir).join(file))
+}
+
+/// Writes the settings file of `home`: SmolLM2 (`edge`) on one thread in a 1024-token
+/// window, then `rest` (more top-level keys, then sections).
+fn write_settings(home: &Path, edge: &Path, rest: &str) {
+    std::fs::create_dir_all(home.join("config")).unwrap();
+    std::fs::write(
+        home.join("config/config.toml"),
+        format!(
+            "edge = {:?}\nthreads = 1\ncontext = 1024\n{rest}",
+            edge.to_str().unwrap()
+        ),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -282,17 +297,15 @@ fn a_reply_is_saved_with_its_provenance_and_a_local_only_chat_never_calls_the_cl
     };
     let home = tempfile::tempdir().unwrap();
     let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
-    std::fs::create_dir_all(home.path().join("config")).unwrap();
-    std::fs::write(
-        home.path().join("config/config.toml"),
-        format!(
-            "edge = {:?}\nthreads = 1\ncontext = 1024\nmax_tokens = 12\n\
-             [cloud]\nurl = {:?}\n[budget]\nmax_share = 1.0\n[router]\nkind = \"cloud-only\"\n",
-            edge.to_str().unwrap(),
+    write_settings(
+        home.path(),
+        &edge,
+        &format!(
+            "max_tokens = 12\n[cloud]\nurl = {:?}\n[budget]\nmax_share = 1.0\n\
+             [router]\nkind = \"cloud-only\"\n",
             fake.base_url()
         ),
-    )
-    .unwrap();
+    );
     let app = App::start(home.path());
     let status = app.settled_status();
     assert_eq!(status["engine"], "ready", "{status}");
@@ -390,17 +403,15 @@ fn a_chat_follows_settings_until_it_has_its_own_and_is_answered_with_them() {
     };
     let home = tempfile::tempdir().unwrap();
     let fake = FakeCloud::start(Script::cycle(&[" Bonjour"])).unwrap();
-    std::fs::create_dir_all(home.path().join("config")).unwrap();
-    std::fs::write(
-        home.path().join("config/config.toml"),
-        format!(
-            "edge = {:?}\nthreads = 1\ncontext = 1024\nmax_tokens = 4\nsystem_prompt = \"Be brief.\"\n\
-             [cloud]\nurl = {:?}\n[budget]\nmax_share = 1.0\n[router]\nkind = \"cloud-only\"\n",
-            edge.to_str().unwrap(),
+    write_settings(
+        home.path(),
+        &edge,
+        &format!(
+            "max_tokens = 4\nsystem_prompt = \"Be brief.\"\n[cloud]\nurl = {:?}\n\
+             [budget]\nmax_share = 1.0\n[router]\nkind = \"cloud-only\"\n",
             fake.base_url()
         ),
-    )
-    .unwrap();
+    );
     let app = App::start(home.path());
     assert_eq!(app.settled_status()["engine"], "ready");
 
@@ -480,27 +491,28 @@ impl Drop for Killed {
     }
 }
 
-/// Settings for a home whose edge is SmolLM2 and whose cloud (writing every token) is `url`.
+/// Settings whose cloud, `url`, writes every token of 6-token replies.
 fn write_cloud_only_config(home: &Path, edge: &Path, url: &str) {
-    std::fs::create_dir_all(home.join("config")).unwrap();
-    std::fs::write(
-        home.join("config/config.toml"),
-        format!(
-            "edge = {:?}\nthreads = 1\ncontext = 1024\nmax_tokens = 6\n\
-             [cloud]\nurl = {url:?}\ntimeout_secs = 120.0\n[budget]\nmax_share = 1.0\n\
-             [router]\nkind = \"cloud-only\"\n",
-            edge.to_str().unwrap(),
+    write_settings(
+        home,
+        edge,
+        &format!(
+            "max_tokens = 6\n[cloud]\nurl = {url:?}\ntimeout_secs = 120.0\n\
+             [budget]\nmax_share = 1.0\n[router]\nkind = \"cloud-only\"\n"
         ),
-    )
-    .unwrap();
+    );
 }
 
-/// The child half of the kill test below: the app asks a cloud that never answers, says
-/// which chat it asked in, and waits to be killed. Does nothing when run on its own.
+/// The child half of the kill tests below: the app in `TANDEM_KILL_TEST_HOME` sends
+/// `TANDEM_KILL_TEST_MESSAGE` in a new chat, says which chat, and waits to be killed. Does
+/// nothing when run on its own.
 #[test]
-#[ignore = "run as a child process by the_app_killed_mid_reply_keeps_the_chat_and_answers_it_after_a_restart"]
-fn waits_for_the_cloud_until_killed() {
-    let Some(home) = std::env::var_os("TANDEM_KILL_TEST_HOME") else {
+#[ignore = "run as a child process by the kill tests"]
+fn asks_then_waits_to_be_killed() {
+    let (Some(home), Some(message)) = (
+        std::env::var_os("TANDEM_KILL_TEST_HOME"),
+        std::env::var("TANDEM_KILL_TEST_MESSAGE").ok(),
+    ) else {
         return;
     };
     let app = App::start(Path::new(&home));
@@ -508,33 +520,22 @@ fn waits_for_the_cloud_until_killed() {
     let id = app.ok("conversation_create", json!({}))["id"].clone();
     app.reply(
         "reply_send",
-        json!({"id": id, "text": "Tell me about the sea.", "onEvent": CHANNEL}),
+        json!({"id": id, "text": message, "onEvent": CHANNEL}),
     );
     println!("asked {}", id.as_str().unwrap());
     std::thread::sleep(Duration::from_secs(300));
 }
 
-/// The app killed (SIGKILL: no destructor, no flush) while a reply waits for the cloud: the
-/// chat is on disk with the user's message and nothing half-written; started again, the app
-/// answers it.
-#[test]
-fn the_app_killed_mid_reply_keeps_the_chat_and_answers_it_after_a_restart() {
+/// Starts the app in a child process that sends `message` in a new chat of `home`; returns
+/// the child (killed when dropped) and the chat's id once the reply has started.
+fn ask_in_a_child(home: &Path, message: &str) -> (Killed, String) {
     use std::io::BufRead;
-    let Some(edge) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
-        return;
-    };
-    let home = tempfile::tempdir().unwrap();
-    let stalled = FakeCloud::start(Script::cycle(&[" waves"])).unwrap();
-    stalled.push_faults(std::iter::repeat_n(
-        tandem_fake_cloud::Fault::Delay(Duration::from_secs(120)),
-        4,
-    ));
-    write_cloud_only_config(home.path(), &edge, &stalled.base_url());
     let mut child = Killed(
         std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "waits_for_the_cloud_until_killed"])
+            .args(["--exact", "asks_then_waits_to_be_killed"])
             .args(["--ignored", "--test-threads=1", "--nocapture"])
-            .env("TANDEM_KILL_TEST_HOME", home.path())
+            .env("TANDEM_KILL_TEST_HOME", home)
+            .env("TANDEM_KILL_TEST_MESSAGE", message)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -549,6 +550,25 @@ fn the_app_killed_mid_reply_keeps_the_chat_and_answers_it_after_a_restart() {
                 .map(|(_, id)| id.trim().to_owned())
         })
         .expect("the child asked");
+    (child, id)
+}
+
+/// The app killed (SIGKILL: no destructor, no flush) while a reply waits for the cloud: the
+/// chat is on disk with the user's message and nothing half-written; started again, the app
+/// answers it.
+#[test]
+fn the_app_killed_mid_reply_keeps_the_chat_and_answers_it_after_a_restart() {
+    let Some(edge) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let stalled = FakeCloud::start(Script::cycle(&[" waves"])).unwrap();
+    stalled.push_faults(std::iter::repeat_n(
+        tandem_fake_cloud::Fault::Delay(Duration::from_secs(120)),
+        4,
+    ));
+    write_cloud_only_config(home.path(), &edge, &stalled.base_url());
+    let (mut child, id) = ask_in_a_child(home.path(), "Tell me about the sea.");
     // The reply is in flight: the cloud has its first request and sits on it.
     let start = Instant::now();
     while stalled.requests() == 0 && start.elapsed() < Duration::from_secs(30) {
@@ -586,75 +606,33 @@ fn the_app_killed_mid_reply_keeps_the_chat_and_answers_it_after_a_restart() {
     );
 }
 
-/// The child half of the kill test below: the app answers one new message in a chat of its
-/// own and waits to be killed. Does nothing when run on its own.
-#[test]
-#[ignore = "run as a child process by the_app_killed_at_twenty_moments_mid_reply_loses_nothing_saved"]
-fn answers_until_killed() {
-    let Some(home) = std::env::var_os("TANDEM_KILL_LOOP_HOME") else {
-        return;
-    };
-    let app = App::start(Path::new(&home));
-    assert_eq!(app.settled_status()["engine"], "ready");
-    let id = app.ok("conversation_create", json!({}))["id"].clone();
-    app.reply(
-        "reply_send",
-        json!({"id": id, "text": "Tell me a long story about the sea.", "onEvent": CHANNEL}),
-    );
-    println!("asked {}", id.as_str().unwrap());
-    std::thread::sleep(Duration::from_secs(300));
-}
-
 /// The app killed (SIGKILL) at 20 random moments while a routed reply is written (prefill,
 /// edge and cloud tokens, the save at the end): every time, every conversation on disk loads,
 /// the ones before are unchanged, the interrupted one holds the user's message, and no
 /// half-written file is left.
 #[test]
 fn the_app_killed_at_twenty_moments_mid_reply_loses_nothing_saved() {
-    use std::io::BufRead;
     let Some(edge) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
         return;
     };
     let home = tempfile::tempdir().unwrap();
     let cloud = FakeCloud::start(Script::cycle(&[" waves", " of", " the", " sea"])).unwrap();
-    std::fs::create_dir_all(home.path().join("config")).unwrap();
-    std::fs::write(
-        home.path().join("config/config.toml"),
-        format!(
-            "edge = {:?}\nthreads = 1\ncontext = 1024\nmax_tokens = 48\n[cloud]\nurl = {:?}\n\
-             [budget]\nmax_share = 0.3\n[router]\nkind = \"entropy\"\n",
-            edge.to_str().unwrap(),
+    write_settings(
+        home.path(),
+        &edge,
+        &format!(
+            "max_tokens = 48\n[cloud]\nurl = {:?}\n[budget]\nmax_share = 0.3\n\
+             [router]\nkind = \"entropy\"\n",
             cloud.base_url()
         ),
-    )
-    .unwrap();
+    );
     let store = tandem_core::history::ConversationStore::new(&home.path().join("data"));
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut moments = SplitMix64::new(20);
     let mut before: Vec<Conversation> = Vec::new();
     let mut replied = 0;
     for _ in 0..20 {
-        let mut child = Killed(
-            std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "answers_until_killed"])
-                .args(["--ignored", "--test-threads=1", "--nocapture"])
-                .env("TANDEM_KILL_LOOP_HOME", home.path())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap(),
-        );
-        let id = std::io::BufReader::new(child.0.stdout.take().unwrap())
-            .lines()
-            .map_while(Result::ok)
-            .find_map(|line| {
-                line.split_once("asked ")
-                    .map(|(_, id)| id.trim().to_owned())
-            })
-            .expect("the child asked");
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        std::thread::sleep(Duration::from_millis(seed % 1500));
+        let (mut child, id) = ask_in_a_child(home.path(), "Tell me a long story about the sea.");
+        std::thread::sleep(Duration::from_millis(moments.next_u64() % 1500));
         child.0.kill().unwrap(); // SIGKILL: no destructor, no flush
         child.0.wait().unwrap();
 

@@ -825,7 +825,7 @@ fn generate_killed_at_twenty_moments_leaves_the_spend_ledger_whole() {
     .unwrap();
     let fake = FakeCloud::start(Script::cycle(&[" ocean", " waves"])).unwrap();
     let ledger = tandem_core::spend::SpendLedger::new(&home.path().join("data"));
-    let (mut seed, mut spent) = (0x2545_f491_4f6c_dd1d_u64, 0.0);
+    let (mut moments, mut spent) = (tandem_core::sampling::SplitMix64::new(20), 0.0);
     for _ in 0..20 {
         let mut child = generate(
             home.path(),
@@ -838,10 +838,8 @@ fn generate_killed_at_twenty_moments_leaves_the_spend_ledger_whole() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        std::thread::sleep(std::time::Duration::from_millis(200 + seed % 1500));
+        let after_ms = 200 + moments.next_u64() % 1500;
+        std::thread::sleep(std::time::Duration::from_millis(after_ms));
         child.kill().unwrap();
         child.wait().unwrap();
         let today = ledger.today();
