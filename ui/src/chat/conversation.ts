@@ -15,8 +15,6 @@ export class ConversationView {
   private readonly list: HTMLElement;
   private readonly empty: HTMLElement;
   private replies: ReplyView[] = [];
-  /** One element per message of the conversation, in order (a streaming reply included). */
-  private items: HTMLElement[] = [];
   private marker: HTMLElement | null = null;
 
   constructor(private readonly actions: ConversationActions) {
@@ -36,7 +34,6 @@ export class ConversationView {
   show(conversation: Conversation | null): void {
     this.list.replaceChildren();
     this.replies = [];
-    this.items = [];
     this.marker = null;
     let view: LeftOutEvent | null = null;
     for (const m of conversation?.messages ?? []) {
@@ -52,15 +49,12 @@ export class ConversationView {
   }
 
   appendUser(text: string): void {
-    const item = h("article", { className: "message user" }, h("div", { className: "bubble" }, text));
-    this.items.push(item);
-    this.list.appendChild(item);
+    this.list.appendChild(h("article", { className: "message user" }, h("div", { className: "bubble" }, text)));
     this.refresh();
   }
 
   appendReply(reply: ReplyView): void {
     this.replies.push(reply);
-    this.items.push(reply.element);
     this.list.appendChild(reply.element);
     this.refresh();
     void reply.done.then(() => this.refresh());
@@ -69,15 +63,16 @@ export class ConversationView {
   /** Messages `from`..`to` are out of the model's view: grey them and mark where it begins. */
   markLeftOut(from: number, to: number): void {
     this.marker?.remove();
-    for (const [i, item] of this.items.entries()) item.classList.toggle("out-of-view", i >= from && i < to);
+    const items = this.items();
+    for (const [i, item] of items.entries()) item.classList.toggle("out-of-view", i >= from && i < to);
     const count = to - from;
-    if (count <= 0 || !this.items[to]) return;
+    if (count <= 0 || !items[to]) return;
     const text =
       from === 0
         ? `${count} earlier message${count === 1 ? " is" : "s are"} out of the model's view`
         : `${count} message${count === 1 ? " is" : "s are"} out of the model's view (the first exchange stays in it)`;
     this.marker = h("div", { className: "left-out-marker", attrs: { role: "note" } }, text);
-    this.list.insertBefore(this.marker, this.items[to]!);
+    this.list.insertBefore(this.marker, items[to]!);
   }
 
   lastReply(): ReplyView | null {
@@ -85,12 +80,13 @@ export class ConversationView {
   }
 
   removeLastReply(): void {
-    const reply = this.replies.pop();
-    if (reply) {
-      reply.element.remove();
-      this.items = this.items.filter((item) => item !== reply.element);
-    }
+    this.replies.pop()?.element.remove();
     this.refresh();
+  }
+
+  /** One element per message of the conversation, in order (a streaming reply included). */
+  private items(): HTMLElement[] {
+    return [...this.list.querySelectorAll<HTMLElement>(":scope > .message")];
   }
 
   /** Keeps the newest text in view while the user has not scrolled up. */
@@ -102,7 +98,7 @@ export class ConversationView {
   private refresh(): void {
     this.empty.hidden = this.list.childElementCount > 0;
     for (const old of this.list.querySelectorAll(".reply-actions")) old.remove();
-    const last = this.items.at(-1);
+    const last = this.items().at(-1);
     const reply = this.lastReply();
     if (!reply || last !== reply.element || reply.streaming) return;
     const copy = h("button", { className: "ghost small", type: "button", textContent: "Copy" });
