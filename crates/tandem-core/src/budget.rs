@@ -226,8 +226,9 @@ impl ReplyBudget {
         self.threshold
     }
 
-    /// Whether a position with this score would go to the cloud if the budget had room;
-    /// spans keep cloud tokens only where this holds or the edge agrees.
+    /// Whether a position with this score would go to the cloud if the budget had room.
+    /// A span's later tokens are the cloud's only where this holds; where it does not and
+    /// the edge agrees they are the edge's, and elsewhere the span ends.
     pub fn wants_cloud(&self, score: f32) -> bool {
         score >= self.threshold
     }

@@ -4,7 +4,10 @@
 //! Cloud tokens are fed back into the edge's KV cache in one batch, so the edge continues
 //! from exactly the text the user sees. A span of several cloud tokens is kept only while
 //! the edge would have routed those positions too or already agrees with the cloud; the
-//! rest is rolled back. A cloud failure never ends a reply: the edge token is used and the
+//! rest is rolled back. A kept token the router did not want and the edge would have written
+//! itself is the edge's token: it changes nothing the user reads, so it is shown as local and
+//! does not spend the budget, which stays for the positions the router does want (in chat,
+//! most span tokens past the first are such agreements). A cloud failure never ends a reply: the edge token is used and the
 //! user gets a notice.
 
 use crate::budget::{LiveBudget, ReplyBudget, RouteDecision};
@@ -379,22 +382,38 @@ impl Reply<'_, '_> {
             let before = &steps[i - 1];
             let position = (start + i - self.reply_start) as u32;
             let position_score = self.router.score(&before.features(position));
-            if !(self.controller.wants_cloud(position_score) || before.token == token) {
+            let wanted = self.controller.wants_cloud(position_score);
+            if !(wanted || before.token == token) {
                 break;
             }
-            kept.push(Emitted {
-                id: token,
-                source: TokenSource::Cloud,
-                score: position_score,
-                edge_candidate: Some(before.token),
-                request_ms: Some(request_ms),
+            kept.push(match wanted {
+                true => Emitted {
+                    id: token,
+                    source: TokenSource::Cloud,
+                    score: position_score,
+                    edge_candidate: Some(before.token),
+                    request_ms: Some(request_ms),
+                },
+                false => Emitted {
+                    id: token,
+                    source: TokenSource::Edge,
+                    score: position_score,
+                    edge_candidate: None,
+                    request_ms: None,
+                },
             });
         }
         if kept.len() < tokens.len() {
             self.edge.truncate(start + kept.len());
         }
-        self.usage.cloud_tokens += kept.len() as u32;
-        self.controller.record(0, kept.len() as u32, cost);
+        let from_cloud = kept
+            .iter()
+            .filter(|t| t.source == TokenSource::Cloud)
+            .count() as u32;
+        let from_edge = kept.len() as u32 - from_cloud;
+        self.usage.cloud_tokens += from_cloud;
+        self.usage.edge_tokens += from_edge;
+        self.controller.record(from_edge, from_cloud, cost);
         if ends_turn && kept.len() == tokens.len() {
             for token in kept {
                 self.emit(token, sink);

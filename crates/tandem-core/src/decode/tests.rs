@@ -289,7 +289,7 @@ fn cloud_tokens_carry_the_replaced_edge_token_and_latency() {
 }
 
 #[test]
-fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
+fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     // Confident edge (entropy 0): span positions are kept only where the edge agrees.
     // The cloud answers last+1000, last+1001, ...: after the first cloud token t the edge
     // predicts t+1, which is exactly the cloud's next token, so the whole span is kept.
@@ -316,6 +316,40 @@ fn span_keeps_tokens_the_edge_agrees_with_and_rolls_back_the_rest() {
         vec![1003, 1004, 1005, 1006]
     );
     assert_eq!(next.token, 1007);
+    assert!(kept.iter().all(|t| t.source == TokenSource::Cloud));
+
+    // The same span where the router wants none of the later positions (a confident edge
+    // under entropy): the edge writes them itself, so they are its tokens, shown as local
+    // and not spent from the budget; only the token asked for is the cloud's.
+    let mut edge = ScriptedEdge::new(|_| 0.0);
+    let mut cloud = ScriptedCloud::new(1000);
+    let mut controller = ReplyBudget::new(0.5, 0.0);
+    let mut reply = reply_over(
+        &mut edge,
+        &mut cloud,
+        &EntropyRouter,
+        &live,
+        &mut controller,
+    );
+    let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
+    let CloudOutcome::Continued { tokens: kept, .. } =
+        reply.ask_cloud(&step, 1.0, 4, &mut sink).unwrap()
+    else {
+        panic!("the cloud's span was kept")
+    };
+    assert_eq!(
+        kept.iter().map(|t| (t.id, t.source)).collect::<Vec<_>>(),
+        vec![
+            (1003, TokenSource::Cloud),
+            (1004, TokenSource::Edge),
+            (1005, TokenSource::Edge),
+            (1006, TokenSource::Edge)
+        ]
+    );
+    assert!(kept[1..]
+        .iter()
+        .all(|t| t.edge_candidate.is_none() && t.request_ms.is_none()));
+    assert_eq!((reply.usage.cloud_tokens, reply.usage.edge_tokens), (1, 3));
 
     // A cloud that jumps (offset grows per token) disagrees with a confident edge: only the
     // first token survives and the cache is rolled back to it.
