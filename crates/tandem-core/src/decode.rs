@@ -7,8 +7,8 @@
 //! rest is rolled back. A kept token the router did not want and the edge would have written
 //! itself is the edge's token: it changes nothing the user reads, so it is shown as local and
 //! does not spend the budget, which stays for the positions the router does want (in chat,
-//! most span tokens past the first are such agreements). A cloud failure never ends a reply: the edge token is used and the
-//! user gets a notice.
+//! most span tokens past the first are such agreements). A cloud failure never ends a reply:
+//! the edge token is used and the user gets a notice.
 
 use crate::budget::{LiveBudget, ReplyBudget, RouteDecision};
 use crate::cloud::{Cloud, CloudError, CloudRequest, VOCAB_PROBE};
@@ -386,21 +386,17 @@ impl Reply<'_, '_> {
             if !(wanted || before.token == token) {
                 break;
             }
-            kept.push(match wanted {
-                true => Emitted {
-                    id: token,
-                    source: TokenSource::Cloud,
-                    score: position_score,
-                    edge_candidate: Some(before.token),
-                    request_ms: Some(request_ms),
+            // The edge's own token where the router did not want the cloud: it changes
+            // nothing the user reads.
+            kept.push(Emitted {
+                id: token,
+                source: match wanted {
+                    true => TokenSource::Cloud,
+                    false => TokenSource::Edge,
                 },
-                false => Emitted {
-                    id: token,
-                    source: TokenSource::Edge,
-                    score: position_score,
-                    edge_candidate: None,
-                    request_ms: None,
-                },
+                score: position_score,
+                edge_candidate: wanted.then_some(before.token),
+                request_ms: wanted.then_some(request_ms),
             });
         }
         if kept.len() < tokens.len() {
