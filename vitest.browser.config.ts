@@ -9,7 +9,8 @@ export default defineConfig({
     environment: "node",
     globalSetup: ["tests/browser/global-setup.ts"],
     testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Hooks start Chromium (see launch() in tests/browser/helpers.ts).
+    hookTimeout: 120_000,
     fileParallelism: false,
     reporters: ["default", new SuiteResult("UI in Chromium")],
   },
