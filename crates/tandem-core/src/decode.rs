@@ -244,8 +244,7 @@ impl Reply<'_, '_> {
                         edge_candidate: None,
                         request_ms: None,
                     };
-                    self.usage.edge_tokens += 1;
-                    self.controller.record(1, 0, 0.0);
+                    self.account(std::slice::from_ref(&token), 0.0);
                     (vec![token], next)
                 }
             };
@@ -390,9 +389,10 @@ impl Reply<'_, '_> {
             // nothing the user reads.
             kept.push(Emitted {
                 id: token,
-                source: match wanted {
-                    true => TokenSource::Cloud,
-                    false => TokenSource::Edge,
+                source: if wanted {
+                    TokenSource::Cloud
+                } else {
+                    TokenSource::Edge
                 },
                 score: position_score,
                 edge_candidate: wanted.then_some(before.token),
@@ -402,14 +402,7 @@ impl Reply<'_, '_> {
         if kept.len() < tokens.len() {
             self.edge.truncate(start + kept.len());
         }
-        let from_cloud = kept
-            .iter()
-            .filter(|t| t.source == TokenSource::Cloud)
-            .count() as u32;
-        let from_edge = kept.len() as u32 - from_cloud;
-        self.usage.cloud_tokens += from_cloud;
-        self.usage.edge_tokens += from_edge;
-        self.controller.record(from_edge, from_cloud, cost);
+        self.account(&kept, cost);
         if ends_turn && kept.len() == tokens.len() {
             for token in kept {
                 self.emit(token, sink);
@@ -438,6 +431,19 @@ impl Reply<'_, '_> {
                 message: format!("{error}; used the local token instead"),
             });
         }
+    }
+
+    /// Counts tokens about to be shown by their source, in the reply's usage and in its
+    /// budget, with what their request cost: the one place a token's source becomes spend.
+    fn account(&mut self, tokens: &[Emitted], cost_usd: f64) {
+        let from_cloud = tokens
+            .iter()
+            .filter(|t| t.source == TokenSource::Cloud)
+            .count() as u32;
+        let from_edge = tokens.len() as u32 - from_cloud;
+        self.usage.cloud_tokens += from_cloud;
+        self.usage.edge_tokens += from_edge;
+        self.controller.record(from_edge, from_cloud, cost_usd);
     }
 
     fn emit(&mut self, token: Emitted, sink: &mut dyn EventSink) -> bool {
