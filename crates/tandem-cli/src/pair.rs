@@ -3,7 +3,7 @@
 //! with the identity a router file records for it.
 
 use anyhow::{Context, Result};
-use tandem_core::cloud::{CloudClient, CloudConfig};
+use tandem_core::cloud::{CloudClient, CloudConfig, VOCAB_PROBE};
 use tandem_core::config::Config;
 use tandem_core::local::{default_threads, EdgeWeights, LocalModel, LocalOptions};
 use tandem_core::paths::Paths;
@@ -105,10 +105,60 @@ impl PairArgs {
     }
 }
 
+impl PairArgs {
+    /// Loads the edge model and, in-process, the cloud model the stand-in would serve (for
+    /// labels the cloud judges from its own distribution: no server, no request). A cloud at
+    /// a URL cannot be read this way.
+    pub fn open_local(&self, hidden_state: bool) -> Result<(Pair, EdgeWeights)> {
+        if self.cloud.is_some() {
+            anyhow::bail!(
+                "judged labels read the cloud model's own distribution, so they need its GGUF \
+                 (--stand-in), not a URL: collect against a remote cloud without --judged"
+            );
+        }
+        let models = Paths::discover().models();
+        let threads = self.threads.unwrap_or_else(default_threads);
+        let edge_path = tandem_core::models::resolve(&self.edge, &models)?;
+        let cloud_path = tandem_core::models::resolve(&self.stand_in, &models)?;
+        let pair = Pair {
+            weights: EdgeWeights::load(&edge_path, &self.edge)?,
+            ids: ModelPair::identify(&self.edge, &edge_path, &self.stand_in)?,
+            edge_name: self.edge.clone(),
+            options: LocalOptions {
+                n_ctx: 2048,
+                threads,
+                hidden_state,
+            },
+        };
+        let cloud = EdgeWeights::load(&cloud_path, &self.stand_in)?;
+        // The judge's tokens are compared with the edge's by id.
+        let probe = |w: &EdgeWeights| (w.vocab_size(), w.tokenize(VOCAB_PROBE, false));
+        if probe(&cloud) != probe(&pair.weights) {
+            anyhow::bail!(
+                "judged labels compare the two models' tokens by id, and {} does not share {}'s \
+                 vocabulary",
+                self.stand_in,
+                self.edge
+            );
+        }
+        Ok((pair, cloud))
+    }
+}
+
 impl Pair {
     /// A fresh edge session (one KV cache).
     pub fn session(&self) -> Result<LocalModel<'_>> {
         Ok(self.weights.session(&self.options)?)
+    }
+
+    /// A session on other weights (the cloud model read in-process) with this pair's
+    /// context and threads, without hidden states.
+    pub fn session_of<'w>(&self, weights: &'w EdgeWeights) -> Result<LocalModel<'w>> {
+        let options = LocalOptions {
+            hidden_state: false,
+            ..self.options
+        };
+        Ok(weights.session(&options)?)
     }
 }
 

@@ -1,5 +1,7 @@
 //! `tandem train-router`: collects labels from the cloud (resumable, cached) and trains the
-//! MLP router for this exact edge/cloud pair.
+//! MLP router for this exact edge/cloud pair. Labels come from continuations the cloud writes
+//! over HTTP ([`labels`], any cloud) or, with `--judged`, from the cloud model's own
+//! distribution over the edge's replies, read in-process ([`judge`], the stand-in's weights).
 
 use crate::pair::{PairArgs, Progress};
 use anyhow::{Context, Result};
@@ -7,7 +9,8 @@ use std::path::PathBuf;
 use tandem_core::paths::Paths;
 use tandem_eval::data;
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
-use tandem_eval::labels::{self, Questions};
+use tandem_eval::judge;
+use tandem_eval::labels::{self, LabelProgress, Questions};
 use tandem_eval::task::{self, ChoiceFormat};
 use tandem_eval::train::{self, TrainOptions};
 
@@ -22,6 +25,14 @@ pub struct Args {
     /// Use only the first N questions.
     #[arg(long)]
     limit: Option<usize>,
+    /// Skip the first N questions (rows kept apart for evaluation, e.g. `chat:train` 0–59).
+    #[arg(long, default_value_t = 0)]
+    from: usize,
+    /// Labels judged by the cloud model itself, read in-process over the edge's own replies
+    /// (needs the `--stand-in` GGUF, makes no request): a position is critical where the
+    /// cloud is sure the edge's token is wrong.
+    #[arg(long)]
+    judged: bool,
     /// How multiple-choice questions are asked (letter-first or answer-last).
     #[arg(long, default_value = "letter-first")]
     format: ChoiceFormat,
@@ -45,21 +56,36 @@ pub struct Args {
 
 /// Runs it.
 pub fn run(args: Args) -> Result<()> {
-    let rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
-    let (started, mut cloud) = args.pair.open(true)?;
-    let pair = &started.engine;
-    let data_name = match args.limit {
-        Some(n) => format!("{}[0..{n}]", args.data),
-        None => args.data.clone(),
+    let mut rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
+    rows.drain(..args.from.min(rows.len()));
+    // The stand-in is started only for labels that ask it over HTTP (and stops on drop).
+    let (local, started);
+    let (pair, cloud, judge_weights) = if args.judged {
+        let (pair, weights) = args.pair.open_local(true)?;
+        local = pair;
+        (&local, None, Some(weights))
+    } else {
+        let (pair, cloud) = args.pair.open(true)?;
+        started = pair;
+        (&started.engine, Some(cloud), None)
     };
-    let prompt = task::prompt_name(&rows, args.format);
+    let data_name = match (args.from, args.limit) {
+        (0, None) => args.data.clone(),
+        (from, limit) => format!(
+            "{}[{from}..{}]",
+            args.data,
+            limit.map(|n| n.to_string()).unwrap_or_default()
+        ),
+    };
+    let labels_name = if args.judged { "judged" } else { "continued" };
+    let prompt = format!("{} ({labels_name})", task::prompt_name(&rows, args.format));
     let folder = args.features.clone().unwrap_or_else(|| {
-        let safe = |s: &str| s.replace(['/', ':', ' '], "_");
+        let safe = |s: &str| s.replace(['/', ':', ' ', '(', ')', '[', ']'], "_");
         Paths::discover().cache.join("features").join(format!(
             "{}--{}--{}--{}",
             safe(&pair.edge_name),
             safe(&pair.ids.cloud),
-            safe(&args.data),
+            safe(&data_name),
             safe(&prompt)
         ))
     });
@@ -68,7 +94,7 @@ pub fn run(args: Args) -> Result<()> {
         &pair.edge_name,
         &pair.ids.cloud,
         pair.weights.hidden_size(),
-        &args.data,
+        &data_name,
         &prompt,
     );
     let (mut writer, done) = FeatureWriter::open(&folder, header)?;
@@ -81,29 +107,39 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut edge = pair.session()?;
     let progress = Progress::new("labels", done.len());
-    let collected = labels::collect(
-        &pair.weights,
-        &mut edge,
-        &mut cloud,
-        Questions {
-            rows: &rows,
-            format: args.format,
-        },
-        &done,
-        &mut writer,
-        &mut |p| {
-            let share = p.positives as f64 / p.positions.max(1) as f64;
-            progress.show(
-                p.done,
-                p.total,
-                &format!(
-                    "{} positions, {:.1}% decide the answer",
-                    p.positions,
-                    share * 100.0
-                ),
-            )
-        },
-    )?;
+    let mut show = |p: LabelProgress| {
+        let share = p.positives as f64 / p.positions.max(1) as f64;
+        progress.show(
+            p.done,
+            p.total,
+            &format!("{} positions, {:.1}% critical", p.positions, share * 100.0),
+        )
+    };
+    let questions = Questions {
+        rows: &rows,
+        format: args.format,
+    };
+    let collected = match (cloud, &judge_weights) {
+        (Some(mut cloud), _) => labels::collect(
+            &pair.weights,
+            &mut edge,
+            &mut cloud,
+            questions,
+            &done,
+            &mut writer,
+            &mut show,
+        )?,
+        (None, Some(weights)) => judge::collect(
+            &pair.weights,
+            &mut edge,
+            &mut pair.session_of(weights)?,
+            questions,
+            &done,
+            &mut writer,
+            &mut show,
+        )?,
+        (None, None) => unreachable!("one of the two is opened above"),
+    };
     progress.finish();
     if collected.failed > 0 {
         eprintln!(

@@ -857,3 +857,46 @@ fn generate_killed_at_twenty_moments_leaves_the_spend_ledger_whole() {
     }
     eprintln!("${spent:.6} recorded over 20 killed runs");
 }
+
+#[test]
+fn train_router_judged_reads_the_stand_in_in_process_and_refuses_what_it_cannot_judge() {
+    let Some(model) = smollm2() else { return };
+    let Some(tiny) = tandem_test_peers::model(tandem_test_peers::TINY) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let data = ten_questions(home.path());
+    let features = home.path().join("features");
+    let train = |extra: &[&std::ffi::OsStr]| {
+        let output = tandem(home.path())
+            .args(["train-router", "--judged", "--threads", "1", "--limit", "3"])
+            .arg("--edge")
+            .arg(&model)
+            .arg("--data")
+            .arg(&data)
+            .arg("--features")
+            .arg(&features)
+            .arg("--out")
+            .arg(home.path().join("router.safetensors"))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    // A remote cloud cannot be read in-process.
+    let url = train(&["--cloud".as_ref(), "http://127.0.0.1:9/v1".as_ref()]);
+    assert!(url.contains("not a URL"), "{url}");
+    // Another vocabulary: token ids would be compared across two tokenizers.
+    let other = train(&["--stand-in".as_ref(), tiny.as_os_str()]);
+    assert!(other.contains("does not share"), "{other}");
+    assert!(!features.exists(), "nothing collected before the refusal");
+    // The edge judging itself: every reply collected, no request, nothing critical, so there
+    // is nothing to train on, and it says so.
+    let itself = train(&["--stand-in".as_ref(), model.as_os_str()]);
+    assert!(itself.contains("no positive records"), "{itself}");
+    let set = tandem_eval::features::FeatureSet::read(&features).unwrap();
+    let examples: std::collections::BTreeSet<u32> = set.records.iter().map(|r| r.example).collect();
+    assert_eq!(examples.len(), 3);
+    assert!(set.header.prompt.ends_with("(judged)"));
+}

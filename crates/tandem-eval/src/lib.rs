@@ -9,6 +9,7 @@ pub mod chart;
 pub mod data;
 pub mod eval;
 pub mod features;
+pub mod judge;
 pub mod labels;
 pub mod stats;
 pub mod task;
