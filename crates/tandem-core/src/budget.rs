@@ -9,6 +9,7 @@
 //! matches the target share, so the budget lands on the least confident positions of the
 //! whole reply rather than on whichever come first.
 
+use crate::event::TokenSource;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
@@ -227,10 +228,22 @@ impl ReplyBudget {
     }
 
     /// Whether a position with this score would go to the cloud if the budget had room.
-    /// A span's later tokens are the cloud's only where this holds; where it does not and
-    /// the edge agrees they are the edge's, and elsewhere the span ends.
-    pub fn wants_cloud(&self, score: f32) -> bool {
+    fn wants_cloud(&self, score: f32) -> bool {
         score >= self.threshold
+    }
+
+    /// Whose a span's later token is, given its score and whether the edge writes the same
+    /// token: the cloud's where the router wants the cloud there; the edge's where it does
+    /// not but the edge agrees (it changes nothing the user reads, so it spends nothing);
+    /// elsewhere the span ends (`None`) and the edge goes on from there.
+    pub fn span_token_source(&self, score: f32, edge_agrees: bool) -> Option<TokenSource> {
+        if self.wants_cloud(score) {
+            Some(TokenSource::Cloud)
+        } else if edge_agrees {
+            Some(TokenSource::Edge)
+        } else {
+            None
+        }
     }
 
     /// Decides one position. `prompt_tokens` is what a request would re-send, `span` the

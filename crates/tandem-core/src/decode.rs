@@ -381,19 +381,16 @@ impl Reply<'_, '_> {
             let before = &steps[i - 1];
             let position = (start + i - self.reply_start) as u32;
             let position_score = self.router.score(&before.features(position));
-            let wanted = self.controller.wants_cloud(position_score);
-            if !(wanted || before.token == token) {
+            let Some(source) = self
+                .controller
+                .span_token_source(position_score, before.token == token)
+            else {
                 break;
-            }
-            // The edge's own token where the router did not want the cloud: it changes
-            // nothing the user reads.
+            };
+            let wanted = source == TokenSource::Cloud;
             kept.push(Emitted {
                 id: token,
-                source: if wanted {
-                    TokenSource::Cloud
-                } else {
-                    TokenSource::Edge
-                },
+                source,
                 score: position_score,
                 edge_candidate: wanted.then_some(before.token),
                 request_ms: wanted.then_some(request_ms),

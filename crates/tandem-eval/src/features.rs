@@ -83,13 +83,15 @@ pub struct Record {
     /// Position in the reply (0 = first reply token).
     pub position: u16,
     /// `true` when the cloud should take this token: the edge's top token differs from the
-    /// cloud's and would change the answer read from the reply.
+    /// cloud's and would change the answer read from the reply ([`crate::labels`]), or the
+    /// cloud is sure it is wrong ([`crate::judge`]).
     pub label: bool,
     /// The edge model's top token.
     pub edge_token: i32,
     /// The cloud's token.
     pub cloud_token: i32,
-    /// The cloud's log-probability margin between its top two tokens (NaN when unknown).
+    /// The cloud's margin at this position, `p(top1) − p(top2)`, when its distribution was
+    /// read ([`crate::judge`]); NaN when only its answer is known ([`crate::labels`]).
     pub cloud_margin: f32,
     /// [`SIGNALS`] at this position.
     pub signals: [f32; 3],

@@ -70,6 +70,12 @@ impl MlpRouter {
                 });
             }
         }
+        Ok(Self::new(file))
+    }
+
+    /// The router a file describes, whatever models it was trained for (the trainer measures
+    /// the router it has just trained through this, as the runtime will run it).
+    pub fn new(file: RouterFile) -> Self {
         let RouterFile {
             features,
             pair,
@@ -78,13 +84,13 @@ impl MlpRouter {
             calibration,
             ..
         } = file;
-        Ok(Self {
+        Self {
             features,
             normalisation,
             layers,
             pair,
             calibration,
-        })
+        }
     }
 
     /// The model pair this router was trained for.

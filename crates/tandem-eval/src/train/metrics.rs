@@ -3,64 +3,107 @@
 use crate::features::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tandem_core::budget::{CloudBudget, ReplyBudget, RouteDecision};
+use tandem_core::config::CloudSettings;
+use tandem_core::event::TokenSource;
 use tandem_core::router::{EntropyRouter, MarginRouter, Router};
 
 /// Per-reply shares at which [`reply_hits`] is reported.
 pub const HIT_SHARES: [f32; 3] = [0.05, 0.10, 0.15];
 
-/// Of the held-out replies with a critical position, the share whose `share` best-scored
-/// positions (at least one, the token a reply may borrow) include one: what a per-reply
-/// budget can buy with these scores, ignoring how routed tokens change what follows. The
-/// confidence routers are scored on the same replies, so the trained router's figure has its
-/// baselines beside it.
+/// Of the held-out replies with a critical position, the share in which the app's budget
+/// controller ([`ReplyBudget`]), fed a router's scores along the reply at a per-reply share,
+/// routes the first critical position — with the app's span and its rule for a span's later
+/// tokens. What a router buys depends on the controller as much as on its ranking (the bar
+/// falls as a reply's room grows, so a router whose scores sit low everywhere spends its
+/// share early), so the figure is measured through the controller; it ignores only how a
+/// routed token changes what follows. The confidence routers are scored on the same replies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplyHits {
-    /// Share of each reply's positions.
+    /// Share of each reply's tokens.
     pub share: f32,
     /// The trained router.
     pub router: f32,
-    /// Margin, scored on the same replies.
+    /// Margin, on the same replies.
     pub margin: f32,
-    /// Entropy, scored on the same replies.
+    /// Entropy, on the same replies.
     pub entropy: f32,
 }
 
-/// [`ReplyHits`] of `scores` (one per record) at each of [`HIT_SHARES`].
-pub(super) fn reply_hits(records: &[&Record], scores: &[f32]) -> Vec<ReplyHits> {
-    let confidence = |router: &dyn Router| -> Vec<f32> {
-        records
-            .iter()
-            .map(|r| router.score(&r.router_features()))
-            .collect()
-    };
-    let (margin, entropy) = (confidence(&MarginRouter), confidence(&EntropyRouter));
+/// [`ReplyHits`] of `trained` on `records` at each of [`HIT_SHARES`].
+pub(super) fn reply_hits(records: &[&Record], trained: &dyn Router) -> Vec<ReplyHits> {
+    let mut replies: BTreeMap<u32, Vec<&Record>> = BTreeMap::new();
+    for &r in records {
+        replies.entry(r.example).or_default().push(r);
+    }
+    let replies: Vec<Vec<&Record>> = replies
+        .into_values()
+        .filter(|reply| reply.iter().any(|r| r.label))
+        .map(|mut reply| {
+            reply.sort_by_key(|r| r.position);
+            reply
+        })
+        .collect();
     HIT_SHARES
         .iter()
         .map(|&share| ReplyHits {
             share,
-            router: hits(records, scores, share),
-            margin: hits(records, &margin, share),
-            entropy: hits(records, &entropy, share),
+            router: hits(&replies, trained, share),
+            margin: hits(&replies, &MarginRouter, share),
+            entropy: hits(&replies, &EntropyRouter, share),
         })
         .collect()
 }
 
-fn hits(records: &[&Record], scores: &[f32], share: f32) -> f32 {
-    let mut replies: BTreeMap<u32, Vec<(f32, bool)>> = BTreeMap::new();
-    for (r, &s) in records.iter().zip(scores) {
-        replies.entry(r.example).or_default().push((s, r.label));
-    }
-    let (mut critical, mut bought) = (0usize, 0usize);
-    for positions in replies.values_mut() {
-        if !positions.iter().any(|&(_, label)| label) {
+/// The share of `replies` (each with a critical position) whose first critical position
+/// `router` routes at `share`.
+fn hits(replies: &[Vec<&Record>], router: &dyn Router, share: f32) -> f32 {
+    let span = CloudSettings::default().span;
+    let routed = replies
+        .iter()
+        .filter(|reply| routes_first_critical(reply, router, share, span))
+        .count();
+    routed as f32 / replies.len().max(1) as f32
+}
+
+/// Replays the controller along `reply` (positions in order) up to its first critical
+/// position, as the decoder drives it: one decision per position the edge writes, and a
+/// request's span kept while [`ReplyBudget::span_token_source`] says so.
+fn routes_first_critical(reply: &[&Record], router: &dyn Router, share: f32, span: u32) -> bool {
+    let Some(first) = reply.iter().position(|r| r.label) else {
+        return false;
+    };
+    let score = |r: &Record| router.score(&r.router_features());
+    let budget = CloudBudget::share(share);
+    let mut controller = ReplyBudget::new(router.threshold_for_share(share), 0.0);
+    let mut at = 0;
+    while at <= first {
+        let RouteDecision::Cloud { max_tokens } =
+            controller.decide(&budget, score(reply[at]), 0, span)
+        else {
+            controller.record(1, 0, 0.0);
+            at += 1;
             continue;
+        };
+        if at == first {
+            return true;
         }
-        critical += 1;
-        positions.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let k = ((share * positions.len() as f32).ceil() as usize).max(1);
-        bought += usize::from(positions[..k].iter().any(|&(_, label)| label));
+        let (mut edge, mut cloud) = (0, 1);
+        let mut end = at + 1;
+        while end < reply.len() && end - at < max_tokens as usize {
+            let r = reply[end];
+            match controller.span_token_source(score(r), r.edge_token == r.cloud_token) {
+                Some(TokenSource::Cloud) if end == first => return true,
+                Some(TokenSource::Cloud) => cloud += 1,
+                Some(TokenSource::Edge) => edge += 1,
+                None => break,
+            }
+            end += 1;
+        }
+        controller.record(edge, cloud, 0.0);
+        at = end;
     }
-    bought as f32 / critical.max(1) as f32
+    false
 }
 
 /// Area under the ROC curve from ranks (ties count half); `None` without both classes.
@@ -116,41 +159,57 @@ mod tests {
         }
     }
 
+    /// A reply of `n` positions whose critical one is `critical` (if any), as margin scores
+    /// it: `scores[i]` is `1 - margin`.
+    fn reply(example: u32, scores: &[f32], critical: Option<usize>) -> Vec<Record> {
+        scores
+            .iter()
+            .enumerate()
+            .map(|(i, &score)| Record {
+                signals: [0.5, 1.0 - score, 1.0],
+                // Only the critical position disagrees with the cloud.
+                cloud_token: if Some(i) == critical { 1 } else { 0 },
+                ..record(example, i as u16, Some(i) == critical)
+            })
+            .collect()
+    }
+
     #[test]
-    fn a_reply_counts_when_its_share_of_best_scored_positions_holds_a_critical_one() {
-        // Reply 0: 20 positions, the critical one scored 2nd best. Reply 1: 10 positions, the
-        // critical one scored 4th. Reply 2 has none and does not count.
-        let mut records = Vec::new();
-        let mut scores = Vec::new();
-        for p in 0..20 {
-            records.push(record(0, p, p == 7));
-            scores.push(if p == 7 {
-                0.8
-            } else if p == 3 {
-                0.9
-            } else {
-                0.1
-            });
-        }
-        for p in 0..10 {
-            records.push(record(1, p, p == 0));
-            scores.push(match p {
-                0 => 0.2,
-                1..=3 => 1.0 - f32::from(p) * 0.1,
-                _ => 0.05,
-            });
-        }
-        for p in 0..5 {
-            records.push(record(2, p, false));
-            scores.push(0.5);
-        }
+    fn a_reply_counts_when_the_apps_controller_routes_its_first_critical_position() {
+        // Reply 0: the critical position is the only uncertain one: routed at any share.
+        // Reply 1: the critical position is the surest one: never routed (a score of 0 never
+        // clears the bar). Reply 2 has none and does not count.
+        let mut sure = vec![0.0; 30];
+        sure[12] = 0.9;
+        let mut unsure = vec![0.9; 30];
+        unsure[12] = 0.0;
+        let records: Vec<Record> = [
+            reply(0, &sure, Some(12)),
+            reply(1, &unsure, Some(12)),
+            reply(2, &[0.5; 10], None),
+        ]
+        .concat();
         let refs: Vec<&Record> = records.iter().collect();
-        // 5%: one position each (the borrowed token): neither. 10%: two of 20, one of 10: reply 0.
-        assert_eq!(hits(&refs, &scores, 0.05), 0.0);
-        assert_eq!(hits(&refs, &scores, 0.10), 0.5);
-        assert_eq!(hits(&refs, &scores, 0.40), 1.0);
-        let report = reply_hits(&refs, &scores);
+        let report = reply_hits(&refs, &MarginRouter);
         assert_eq!(report.len(), HIT_SHARES.len());
-        assert_eq!(report[1].router, 0.5);
+        for hits in &report {
+            assert_eq!((hits.router, hits.margin), (0.5, 0.5), "{hits:?}");
+        }
+    }
+
+    #[test]
+    fn a_span_that_reaches_the_critical_position_routes_it_only_where_the_router_wants_it() {
+        // Position 0 is routed (the token a reply borrows); its span of 4 runs over position
+        // 1 (agreeing, not wanted) into the critical position 2.
+        let wanted = [0.95, 0.0, 0.95, 0.0, 0.0, 0.0];
+        let records = reply(0, &wanted, Some(2));
+        let refs: Vec<&Record> = records.iter().collect();
+        assert!(routes_first_critical(&refs, &MarginRouter, 0.5, 4));
+        // Not wanted there, and the edge disagrees: the span ends before it, and the bar,
+        // which the request raised, keeps a score of 0 out.
+        let unwanted = [0.95, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let records = reply(0, &unwanted, Some(2));
+        let refs: Vec<&Record> = records.iter().collect();
+        assert!(!routes_first_critical(&refs, &MarginRouter, 0.5, 4));
     }
 }

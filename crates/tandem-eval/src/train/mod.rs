@@ -40,7 +40,7 @@ use split::Split;
 use std::path::Path;
 use std::time::Instant;
 use tandem_core::router::file::{FeatureLayout, Layer, Normalisation, RouterFile, WriteError};
-use tandem_core::router::ModelPair;
+use tandem_core::router::{MlpRouter, ModelPair};
 
 /// What a training run did and how well the kept router does on the held-out split.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,8 +58,9 @@ pub struct TrainReport {
     pub held_out_auc: Option<f32>,
     /// Share of held-out records that are positives: what an oracle would send to the cloud.
     pub held_out_positive_share: f32,
-    /// Held-out replies whose critical position a per-reply share would buy, beside margin
-    /// and entropy on the same replies.
+    /// Held-out replies whose first critical position the app's budget controller routes at
+    /// a per-reply share with this router's scores, beside margin and entropy on the same
+    /// replies.
     pub held_out_reply_hits: Vec<metrics::ReplyHits>,
     /// Examples in the training split.
     pub train_examples: usize,
@@ -137,6 +138,21 @@ pub fn train(
     let held_out_scores = held_out_side.scores(&mlp)?;
     let held_out_labels: Vec<bool> = split.held_out.iter().map(|r| r.label).collect();
     let held_out_positives = held_out_labels.iter().filter(|&&l| l).count();
+    let layers = mlp.layers()?;
+    let calibration = calibrate(&held_out_scores, &CLOUD_SHARES);
+    // Measured as the app will run it: the runtime's router over the same weights and table.
+    let runtime = MlpRouter::new(RouterFile {
+        features,
+        pair: ModelPair {
+            edge_sha256: set.header.edge_sha256.clone(),
+            cloud: set.header.cloud.clone(),
+        },
+        normalisation: normalisation.clone(),
+        layers: layers.clone(),
+        calibration: calibration.clone(),
+        data: None,
+        report: None,
+    });
     let report = TrainReport {
         epochs: fit.epochs,
         best_epoch: fit.best_epoch,
@@ -144,7 +160,7 @@ pub fn train(
         held_out_loss: fit.held_out_loss,
         held_out_auc: metrics::auc(&held_out_scores, &held_out_labels),
         held_out_positive_share: held_out_positives as f32 / split.held_out.len() as f32,
-        held_out_reply_hits: metrics::reply_hits(&split.held_out, &held_out_scores),
+        held_out_reply_hits: metrics::reply_hits(&split.held_out, &runtime),
         train_examples: split.train_examples,
         held_out_examples: split.held_out_examples,
         train_records: split.train.len(),
@@ -154,8 +170,8 @@ pub fn train(
     let router = TrainedRouter {
         features,
         normalisation,
-        layers: mlp.layers()?,
-        calibration: calibrate(&held_out_scores, &CLOUD_SHARES),
+        layers,
+        calibration,
         report: report.clone(),
     };
     Ok((router, report))
