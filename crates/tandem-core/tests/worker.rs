@@ -3,60 +3,16 @@
 mod fault_matrix;
 mod support;
 
+use support::engine::{asking, config, drain, paths};
 use support::{model, SMOLLM2};
 use tandem_core::budget::CloudBudget;
-use tandem_core::config::Config;
 use tandem_core::engine::{OpenError, ReplyMode};
-use tandem_core::engine_thread::{EngineThread, ReplyHandle};
+use tandem_core::engine_thread::EngineThread;
 use tandem_core::event::{Event, FinishReason, TokenSource};
 use tandem_core::message::Message;
-use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
 use tandem_core::spend::SpendLedger;
 use tandem_fake_cloud::{FakeCloud, Script};
-
-fn paths(home: &std::path::Path) -> Paths {
-    Paths {
-        config: home.join("config"),
-        data: home.join("data"),
-        cache: home.join("cache"),
-    }
-}
-
-fn config(edge: &std::path::Path, cloud: &FakeCloud) -> Config {
-    let mut c = Config {
-        edge: edge.to_str().unwrap().to_owned(),
-        threads: Some(1),
-        context: 1024,
-        max_tokens: 40,
-        budget: CloudBudget::share(1.0),
-        ..Config::default()
-    };
-    c.cloud.url = cloud.base_url();
-    c.router.kind = RouterKind::CloudOnly;
-    c
-}
-
-/// A conversation of user turns only, ending with `last`.
-fn asking(last: &str) -> Vec<Message> {
-    vec![Message::user(last)]
-}
-
-/// Reads a reply to its end, calling `each` with every token's source.
-fn drain(reply: &ReplyHandle, mut each: impl FnMut(usize, TokenSource)) -> FinishReason {
-    let mut n = 0;
-    for event in reply.events.iter() {
-        match event {
-            Event::Token { source, .. } => {
-                each(n, source);
-                n += 1;
-            }
-            Event::Finished { reason, .. } => return reason,
-            _ => {}
-        }
-    }
-    panic!("the reply ended without a finished event");
-}
 
 #[test]
 fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
@@ -218,64 +174,5 @@ fn stop_ends_a_reply_that_is_waiting_for_a_stalled_cloud_at_once() {
         stopped.elapsed() < std::time::Duration::from_secs(2),
         "Stop took {:?}",
         stopped.elapsed()
-    );
-}
-
-/// Resident memory (KiB) and open file descriptors of this process (also for the fault
-/// matrix's table).
-fn footprint() -> (u64, usize) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
-    let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
-    (rss, fds)
-}
-
-#[test]
-fn two_hundred_replies_leave_memory_and_file_descriptors_flat() {
-    let Some(edge) = model(SMOLLM2) else { return };
-    let home = tempfile::tempdir().unwrap();
-    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
-    let mut config = config(&edge, &fake);
-    config.router.kind = RouterKind::Margin;
-    config.budget = CloudBudget::share(0.3);
-    config.max_tokens = 4;
-    let chat = config.chat_settings();
-    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
-    let ask = |n: usize| {
-        for i in 0..n {
-            let reply = worker
-                .reply(
-                    asking(&format!("Say something about the sea, {i}.")),
-                    ReplyMode::Routed,
-                    chat.clone(),
-                )
-                .unwrap();
-            drain(&reply, |_, _| {});
-        }
-    };
-    ask(20); // allocator and connection pool warmed up
-    let before = footprint();
-    ask(200);
-    let after = footprint();
-    println!(
-        "200 replies: resident {} → {} MiB, open file descriptors {} → {}, cloud requests {}",
-        before.0 / 1024,
-        after.0 / 1024,
-        before.1,
-        after.1,
-        fake.requests()
-    );
-    assert!(fake.requests() > 200, "the cloud took part");
-    assert!(
-        after.1 <= before.1 + 2,
-        "file descriptors leak: {before:?} → {after:?}"
-    );
-    assert!(
-        after.0 < before.0 + 32 * 1024,
-        "memory grows: {before:?} → {after:?}"
     );
 }

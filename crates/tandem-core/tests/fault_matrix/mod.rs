@@ -358,7 +358,7 @@ fn every_cloud_fault_ends_in_a_finished_reply_that_says_why() {
             if said.is_empty() { "–".into() } else { said },
             requests,
             seen.seconds,
-            crate::footprint().0 / 1024
+            crate::support::engine::footprint().0 / 1024
         ));
     }
     println!(

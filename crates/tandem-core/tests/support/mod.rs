@@ -7,6 +7,8 @@
 // Each test binary uses a different part of this module.
 #![allow(dead_code, unused_imports)]
 
+pub mod engine;
+
 use tandem_core::local::{EdgeWeights, LocalOptions};
 pub use tandem_test_peers::{model, LlamaServer, SMOLLM2, TINY};
 
