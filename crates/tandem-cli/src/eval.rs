@@ -9,7 +9,7 @@ use tandem_core::budget::Prices;
 use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::router::{self, MlpRouter, Router, RouterKind};
-use tandem_eval::eval::{self, BudgetScope, Results, RunSpec, Setup};
+use tandem_eval::eval::{self, BudgetScope, Results, RunSpec, Setup, DEFAULT_ROUTER};
 use tandem_eval::task::ChoiceFormat;
 use tandem_eval::{chart, data};
 
@@ -106,7 +106,7 @@ pub fn run(args: Args) -> Result<()> {
             };
             let spec = RunSpec::new(scorer, budget);
             specs.push(match choice {
-                RouterChoice::Default => spec.named("default"),
+                RouterChoice::Default => spec.named(DEFAULT_ROUTER),
                 RouterChoice::Kind(_) => spec,
             });
         }
@@ -234,7 +234,7 @@ impl std::str::FromStr for RouterChoice {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "default" => Ok(RouterChoice::Default),
+            DEFAULT_ROUTER => Ok(RouterChoice::Default),
             other => other.parse().map(RouterChoice::Kind),
         }
     }

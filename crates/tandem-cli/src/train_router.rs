@@ -7,6 +7,7 @@ use crate::pair::{PairArgs, Progress};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use tandem_core::paths::Paths;
+use tandem_core::router::file::FeatureLayout;
 use tandem_eval::data;
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
 use tandem_eval::judge;
@@ -30,7 +31,7 @@ pub struct Args {
     from: usize,
     /// Labels judged by the cloud model itself, read in-process over the edge's own replies
     /// (needs the `--stand-in` GGUF, makes no request): a position is critical where the
-    /// cloud is sure the edge's token is wrong.
+    /// cloud would write another token and finds the edge's unlikely.
     #[arg(long)]
     judged: bool,
     /// How multiple-choice questions are asked (letter-first or answer-last).
@@ -46,9 +47,11 @@ pub struct Args {
     /// Where to write the router.
     #[arg(long)]
     out: PathBuf,
-    /// Train on the three confidence signals only (no hidden state at run time).
-    #[arg(long)]
-    signals_only: bool,
+    /// What the router reads: `hidden+signals` (the edge's hidden state and its three
+    /// confidence signals), `signals` (the signals only: no hidden state at run time) or
+    /// `signals+position` (the signals and where the token is in its reply).
+    #[arg(long, default_value = "hidden+signals", value_parser = FeatureLayout::parse)]
+    inputs: FeatureLayout,
     /// Width of the hidden layer.
     #[arg(long, default_value_t = 128)]
     width: usize,
@@ -152,7 +155,7 @@ pub fn run(args: Args) -> Result<()> {
         .collect();
     let set = FeatureSet::merge(&folders)?;
     let options = TrainOptions {
-        use_hidden: !args.signals_only,
+        features: args.inputs,
         hidden_layers: vec![args.width],
         ..TrainOptions::default()
     };

@@ -583,7 +583,7 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     let data = ten_questions(home.path());
     let out = home.path().join("results");
     let output = tandem(home.path())
-        .args(["eval", "--threads", "1", "--router", "entropy,margin"])
+        .args(["eval", "--threads", "1", "--router", "default,entropy"])
         .args([
             "--budgets",
             "0,0.2,1",
@@ -655,7 +655,12 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     // The fake cloud always answers " B" (one token per request by default): cloud-only gets
     // exactly the three B questions.
     assert_eq!(cloud_only["accuracy"].as_f64(), Some(0.3), "{cloud_only}");
-    for router in ["entropy", "margin", "first-token", "random"] {
+    assert_eq!(
+        find("default", 0.2)["resolved"],
+        "margin",
+        "the app's default router, recorded under its alias"
+    );
+    for router in ["default", "entropy", "first-token", "random"] {
         let run = find(router, 0.2);
         let (cloud, edge) = (
             run["cloud_tokens"].as_f64().unwrap(),
@@ -671,14 +676,30 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         assert!(interval["low"].as_f64().unwrap() <= accuracy);
         assert!(interval["high"].as_f64().unwrap() >= accuracy);
     }
-    // Every router is compared, question by question, with the baselines at its budget.
-    let versus: Vec<&str> = find("entropy", 0.2)["versus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["baseline"].as_str().unwrap())
-        .collect();
-    assert_eq!(versus, ["edge-only", "first-token", "random", "cloud-only"]);
+    // Every router is compared, question by question, with the baselines and the default
+    // router at its budget.
+    let versus = |router: &str| -> Vec<String> {
+        find(router, 0.2)["versus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["baseline"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        versus("entropy"),
+        [
+            "edge-only",
+            "first-token",
+            "random",
+            "default",
+            "cloud-only"
+        ]
+    );
+    assert_eq!(
+        versus("default"),
+        ["edge-only", "first-token", "random", "cloud-only"]
+    );
     // The first-token baseline asks the cloud for each reply's first token only.
     assert_eq!(find("first-token", 0.2)["cloud_tokens"].as_u64(), Some(10));
     // Every reply of every run, with the answer read from it: the cloud-only ones say "B".
@@ -724,7 +745,7 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         }
     }
     let svg = std::fs::read_to_string(out.join("chart.svg")).unwrap();
-    assert!(svg.contains("entropy") && svg.contains("margin") && svg.contains("cloud-only"));
+    assert!(svg.contains("entropy") && svg.contains("default") && svg.contains("cloud-only"));
     // The app shows the latest evaluation.
     assert!(home.path().join("data/eval/latest/chart.svg").is_file());
 }

@@ -262,6 +262,67 @@ impl LocalModel<'_> {
         (chosen, best)
     }
 
+    /// Appends `tokens` as they are (teacher forcing) and returns, for every one but the last,
+    /// the step after it and the probability this model gives the token that follows it in
+    /// `tokens`: how likely it finds a text another model wrote, token by token, in one
+    /// batched decode.
+    pub fn read_along(
+        &mut self,
+        tokens: &[TokenId],
+        sampler: &mut Sampler,
+    ) -> Result<Vec<(Step, f32)>, EdgeError> {
+        self.room_for(tokens.len())?;
+        let hidden_state = self.hidden_state;
+        let mut read = Vec::new();
+        let mut row_of_tokens = 0;
+        self.decode_cached(tokens, Outputs::All, |context, row| {
+            let next = tokens.get(row_of_tokens + 1);
+            row_of_tokens += 1;
+            if let Some(&next) = next {
+                let step = read_step(context, row, hidden_state, sampler)?;
+                let p = probability(context.get_logits_ith(row), next, step.signals.top1_prob);
+                read.push((step, p));
+            }
+            Ok(())
+        })?;
+        Ok(read)
+    }
+
+    /// Whether the context window holds `n` more tokens.
+    fn room_for(&self, n: usize) -> Result<(), EdgeError> {
+        if self.cached.len() + n > self.n_ctx {
+            return Err(EdgeError::ContextFull {
+                capacity: self.n_ctx,
+            });
+        }
+        Ok(())
+    }
+
+    /// Decodes `tokens` after the cached ones (there must be room: [`Self::room_for`]), calling
+    /// `read` with every requested output row, and records them as cached; on an error the
+    /// cache is left as it was.
+    fn decode_cached(
+        &mut self,
+        tokens: &[TokenId],
+        outputs: Outputs,
+        read: impl FnMut(&LlamaContext<'_>, i32) -> Result<(), EdgeError>,
+    ) -> Result<(), EdgeError> {
+        let start = self.cached.len();
+        match decode_chunks(&mut self.context, start, tokens, outputs, read) {
+            Ok(()) => {
+                self.cached.extend_from_slice(tokens);
+                Ok(())
+            }
+            Err(e) => {
+                // Keep the cache and our record of it in step: drop what was decoded.
+                let _ = self
+                    .context
+                    .clear_kv_cache_seq(Some(0), Some(start as u32), None);
+                Err(e)
+            }
+        }
+    }
+
     /// Decodes `head` in the prefill context and hands the KV state back (see `prefill`).
     fn prefill_elsewhere(&mut self, head: &[TokenId]) -> Result<(), EdgeError> {
         let prefill = self
@@ -352,6 +413,15 @@ fn read_step(
     })
 }
 
+/// The probability a logits row gives `token`, from the row's top probability (its softmax
+/// is already summed: this is one more pass for the maximum, not another sum).
+fn probability(logits: &[f32], token: TokenId, top1_prob: f32) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    logits
+        .get(token as usize)
+        .map_or(0.0, |&l| (l - max).exp() * top1_prob)
+}
+
 impl EdgeModel for LocalModel<'_> {
     fn name(&self) -> &str {
         &self.weights.name
@@ -390,37 +460,20 @@ impl EdgeModel for LocalModel<'_> {
         outputs: Outputs,
         sampler: &mut Sampler,
     ) -> Result<Vec<Step>, EdgeError> {
-        if self.cached.len() + tokens.len() > self.n_ctx {
-            return Err(EdgeError::ContextFull {
-                capacity: self.n_ctx,
-            });
-        }
+        self.room_for(tokens.len())?;
         if outputs == Outputs::Last && self.prefill.is_some() && tokens.len() >= HANDOFF_MIN_TOKENS
         {
             let (head, last) = tokens.split_at(tokens.len() - 1);
             self.prefill_elsewhere(head)?;
             return self.extend(last, outputs, sampler);
         }
-        let start = self.cached.len();
         let hidden_state = self.hidden_state;
         let mut steps = Vec::new();
-        let decoded = decode_chunks(&mut self.context, start, tokens, outputs, |context, row| {
+        self.decode_cached(tokens, outputs, |context, row| {
             steps.push(read_step(context, row, hidden_state, sampler)?);
             Ok(())
-        });
-        match decoded {
-            Ok(()) => {
-                self.cached.extend_from_slice(tokens);
-                Ok(steps)
-            }
-            Err(e) => {
-                // Keep the cache and our record of it in step: drop what was decoded.
-                let _ = self
-                    .context
-                    .clear_kv_cache_seq(Some(0), Some(start as u32), None);
-                Err(e)
-            }
-        }
+        })?;
+        Ok(steps)
     }
 
     fn truncate(&mut self, len: usize) {

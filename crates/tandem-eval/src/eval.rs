@@ -39,6 +39,11 @@ pub enum BudgetScope {
 /// The runs compared with every router at the same budget.
 pub const BASELINES: [&str; 4] = ["edge-only", "cloud-only", "first-token", "random"];
 
+/// The name a run of the app's default router is recorded under ([`RunSpec::named`]); every
+/// other router is compared with it too, so a candidate's "better than the default" is read
+/// off `results.json`.
+pub const DEFAULT_ROUTER: &str = "default";
+
 /// One router at one budget. Budget 0 is edge-only and 1 cloud-only, whatever the router.
 pub struct RunSpec {
     /// The router's name in the results.
@@ -97,8 +102,8 @@ pub struct RunResult {
     pub accuracy: f64,
     /// 95% bootstrap interval of the accuracy.
     pub accuracy_interval: Interval,
-    /// The paired difference in accuracy to each baseline run at the same budget (and to
-    /// edge-only and cloud-only), with its 95% interval.
+    /// The paired difference in accuracy to each baseline run and to the default router's run
+    /// at the same budget (and to edge-only and cloud-only), with its 95% interval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub versus: Vec<PairedDifference>,
     /// What the cloud billed (prompt and completion tokens at the evaluation's prices) as a
@@ -379,7 +384,8 @@ pub fn evaluate(
     Ok(Evaluation { runs, replies })
 }
 
-/// Fills in each run's accuracy, share and cost, and its paired differences to the baselines.
+/// Fills in each run's accuracy, share and cost, and its paired differences to the baselines
+/// and the default router.
 fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
     let cost = |r: &RunResult| prices.cost(r.cloud_prompt_tokens, r.cloud_completion_tokens);
     let cloud_only_cost = runs
@@ -389,7 +395,10 @@ fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
     let versus = |run: &RunState| -> Vec<PairedDifference> {
         let is_reference = |other: &RunState| match other.result.router.as_str() {
             "edge-only" | "cloud-only" => true,
-            name => BASELINES.contains(&name) && other.spec.budget == run.spec.budget,
+            name => {
+                (BASELINES.contains(&name) || name == DEFAULT_ROUTER)
+                    && other.spec.budget == run.spec.budget
+            }
         };
         runs.iter()
             .filter(|other| other.result.router != run.result.router && is_reference(other))

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 
 /// Signals stored per record, in this order (as [`tandem_core::signals::Signals::features`]).
 pub const SIGNALS: [&str; 3] = ["top1_prob", "margin", "entropy"];
-const VERSION: u32 = 1;
+/// 2: records carry the cloud's probability of the edge's token.
+const VERSION: u32 = 2;
 /// Bytes of a record before its hidden state.
-const FIXED_BYTES: usize = 4 + 2 + 1 + 1 + 4 + 4 + 4 + 4 * SIGNALS.len();
+const FIXED_BYTES: usize = 4 + 2 + 1 + 1 + 4 + 4 + 4 + 4 + 4 * SIGNALS.len();
 
 /// What the records were collected with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,6 +94,9 @@ pub struct Record {
     /// The cloud's margin at this position, `p(top1) − p(top2)`, when its distribution was
     /// read ([`crate::judge`]); NaN when only its answer is known ([`crate::labels`]).
     pub cloud_margin: f32,
+    /// The probability the cloud gives the edge's token at this position ([`crate::judge`]);
+    /// NaN when only its answer is known.
+    pub cloud_prob: f32,
     /// [`SIGNALS`] at this position.
     pub signals: [f32; 3],
     /// The edge model's last-layer hidden state.
@@ -123,6 +127,7 @@ impl Record {
         out.extend_from_slice(&self.edge_token.to_le_bytes());
         out.extend_from_slice(&self.cloud_token.to_le_bytes());
         out.extend_from_slice(&self.cloud_margin.to_le_bytes());
+        out.extend_from_slice(&self.cloud_prob.to_le_bytes());
         for s in self.signals {
             out.extend_from_slice(&s.to_le_bytes());
         }
@@ -134,7 +139,7 @@ impl Record {
     fn decode(bytes: &[u8]) -> Record {
         let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
         let f32_at = |i: usize| f32::from_bits(u32_at(i));
-        let signals_at = 20;
+        let signals_at = 24;
         let hidden_at = FIXED_BYTES;
         Record {
             example: u32_at(0),
@@ -143,6 +148,7 @@ impl Record {
             edge_token: u32_at(8) as i32,
             cloud_token: u32_at(12) as i32,
             cloud_margin: f32_at(16),
+            cloud_prob: f32_at(20),
             signals: [
                 f32_at(signals_at),
                 f32_at(signals_at + 4),
@@ -197,12 +203,24 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FeaturesError + '_ {
 fn read_header(dir: &Path) -> Result<Option<Header>, FeaturesError> {
     let path = dir.join("features.json");
     match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| FeaturesError::Header {
-                path,
-                detail: e.to_string(),
-            }),
+        Ok(bytes) => {
+            let header: Header =
+                serde_json::from_slice(&bytes).map_err(|e| FeaturesError::Header {
+                    path: path.clone(),
+                    detail: e.to_string(),
+                })?;
+            if header.version != VERSION {
+                return Err(FeaturesError::Header {
+                    path,
+                    detail: format!(
+                        "records of format {}, this Tandem reads format {VERSION}: collect \
+                         the labels again into another folder",
+                        header.version
+                    ),
+                });
+            }
+            Ok(Some(header))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(FeaturesError::Io { path, source }),
     }
@@ -378,6 +396,7 @@ mod tests {
             edge_token: 100 + i32::from(position),
             cloud_token: -1,
             cloud_margin: f32::NAN,
+            cloud_prob: 0.125,
             signals: [0.5, 0.25, 1.5],
             hidden: (0..hidden).map(|i| i as f32 / 8.0).collect(),
         }
@@ -414,6 +433,7 @@ mod tests {
             "f16 keeps these exactly"
         );
         assert!(r.cloud_margin.is_nan());
+        assert_eq!(r.cloud_prob, 0.125);
     }
 
     #[test]
@@ -509,5 +529,23 @@ mod tests {
         );
         let err = FeatureWriter::open(dir.path(), other).err().unwrap();
         assert!(err.to_string().contains("use another folder"), "{err}");
+    }
+
+    #[test]
+    fn a_folder_of_another_format_is_refused_not_misread() {
+        let dir = tempfile::tempdir().unwrap();
+        let older = Header {
+            version: VERSION - 1,
+            ..header()
+        };
+        let json = serde_json::to_vec(&older).unwrap();
+        std::fs::write(dir.path().join("features.json"), json).unwrap();
+        std::fs::write(dir.path().join("features.bin"), [0u8; 64]).unwrap();
+        let err = FeatureSet::read(dir.path()).unwrap_err();
+        assert!(
+            err.to_string().contains("collect the labels again"),
+            "{err}"
+        );
+        assert!(FeatureWriter::open(dir.path(), header()).is_err());
     }
 }

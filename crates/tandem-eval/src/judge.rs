@@ -1,16 +1,20 @@
 //! Judged labels: the edge writes its own reply, and the cloud model, read in-process, says at
-//! every position how sure it is that the edge's token is wrong.
+//! every position how likely it finds the edge's token.
 //!
 //! The router runs on the edge's replies, not on the cloud's: these labels are collected
-//! where it will run. At each position the cloud's distribution over the same prefix gives
-//! its own top token and its margin (`p(top1) − p(top2)`); a position is critical when the
-//! cloud's top token differs from the edge's *and* the cloud is sure of it (margin at least
-//! [`SURE_MARGIN`]): the edge branch is one the cloud itself finds unlikely (R2R's "the
-//! outcome changes", judged by the cloud instead of by a continuation). Wording the cloud
-//! could go either way on stays neutral. Positions where the edge ends its reply are neutral
-//! too: routing them buys a longer reply, and on the first collection (continuation labels,
-//! csqa:dev) a third of the labels were "the edge stops, the cloud goes on", on which the
-//! router spent its budget.
+//! where it will run. The cloud reads the edge's reply back in one teacher-forced pass, which
+//! gives at every position its own top token, its margin and the probability it gives the
+//! token the edge wrote. A position is critical when the cloud would write another token *and*
+//! finds the edge's unlikely (below [`UNLIKELY`]): the edge branch is one the cloud itself
+//! would hardly take (R2R's "the outcome changes", judged by the cloud instead of by a
+//! continuation). A token the cloud ranks second but still finds plausible is another wording
+//! and stays neutral, however sure the cloud is of its own; so is a token the cloud finds
+//! likely on a flat distribution. (The first collection with this judge marked "the cloud's
+//! margin is at least 0.5" instead: mostly wording, and the letter of a multiple-choice reply,
+//! where the cloud hesitates between two letters, was seldom critical.) Positions where the
+//! edge ends its reply are neutral too: routing them buys a longer reply, and on the first
+//! collection (continuation labels, csqa:dev) a third of the labels were "the edge stops, the
+//! cloud goes on", on which the router spent its budget.
 //!
 //! Two prefills per question (the edge's decode, one pass of the cloud over the reply) and no
 //! request at all: a question costs what its reply takes to write, so a mix of chat, math and
@@ -22,13 +26,13 @@ use crate::features::{FeatureWriter, Record};
 use crate::labels::{LabelError, LabelProgress, Questions};
 use crate::task;
 use tandem_core::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
-use tandem_core::local::EdgeWeights;
+use tandem_core::local::{EdgeWeights, LocalModel};
 use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
 
-/// The cloud's margin (probability of its top token minus its second's) from which a
-/// disagreement counts as the edge being wrong rather than worded otherwise.
-pub const SURE_MARGIN: f32 = 0.5;
+/// The cloud's probability of the edge's token below which a disagreement counts as the edge
+/// being wrong rather than worded otherwise.
+pub const UNLIKELY: f32 = 0.1;
 
 /// Collects judged labels for `questions` (skipping the examples in `done`) into `writer`:
 /// `edge` writes each reply greedily, `cloud` (the cloud model's weights, as a local session)
@@ -36,7 +40,7 @@ pub const SURE_MARGIN: f32 = 0.5;
 pub fn collect(
     weights: &EdgeWeights,
     edge: &mut dyn EdgeModel,
-    cloud: &mut dyn EdgeModel,
+    cloud: &mut LocalModel<'_>,
     questions: Questions<'_>,
     done: &std::collections::BTreeSet<u32>,
     writer: &mut FeatureWriter,
@@ -66,13 +70,19 @@ pub fn collect(
             .into_iter()
             .zip(judged)
             .enumerate()
-            .map(|(position, (step, judge))| Record {
+            .map(|(position, (step, (judge, p_edge)))| Record {
                 example: index,
                 position: position.min(usize::from(u16::MAX)) as u16,
-                label: critical(step.token, &judge, edge.is_end_of_turn(step.token)),
+                label: critical(
+                    step.token,
+                    judge.token,
+                    p_edge,
+                    edge.is_end_of_turn(step.token),
+                ),
                 edge_token: step.token,
                 cloud_token: judge.token,
                 cloud_margin: judge.signals.margin,
+                cloud_prob: p_edge,
                 signals: step.signals.features(),
                 hidden: step.hidden.unwrap_or_default(),
             })
@@ -87,10 +97,10 @@ pub fn collect(
 }
 
 /// Whether the judge's reading of a position marks the edge's token there as one to route:
-/// the judge would write another token and is sure of it, and the edge does not end its reply
-/// there.
-fn critical(edge_token: TokenId, judge: &Step, edge_ends_turn: bool) -> bool {
-    judge.token != edge_token && judge.signals.margin >= SURE_MARGIN && !edge_ends_turn
+/// the judge would write another token and gives the edge's a probability under [`UNLIKELY`],
+/// and the edge does not end its reply there.
+fn critical(edge_token: TokenId, judge_token: TokenId, p_edge: f32, edge_ends_turn: bool) -> bool {
+    judge_token != edge_token && p_edge < UNLIKELY && !edge_ends_turn
 }
 
 /// The edge's greedy reply to `prompt`, one step per token, its end of turn included.
@@ -116,50 +126,40 @@ fn write_reply(
     Ok(steps)
 }
 
-/// The cloud's step at every position of `reply` after `prompt`: one pass over the reply.
+/// The cloud's step at every position of `reply` after `prompt`, with the probability it
+/// gives the token the edge wrote there: one pass over the reply.
 fn read_back(
-    cloud: &mut dyn EdgeModel,
+    cloud: &mut LocalModel<'_>,
     sampler: &mut Sampler,
     prompt: &[TokenId],
     reply: &[TokenId],
-) -> Result<Vec<Step>, EdgeError> {
+) -> Result<Vec<(Step, f32)>, EdgeError> {
+    let Some((&last, head)) = prompt.split_last() else {
+        return Err(EdgeError::Decode("empty prompt".into()));
+    };
     if reply.is_empty() {
         return Ok(Vec::new());
     }
-    let (first, _) = cloud.sync(prompt, sampler)?;
-    let mut steps = vec![first];
-    // Position i is read after token i-1; the last token predicts nothing we label.
-    steps.extend(cloud.extend(&reply[..reply.len() - 1], Outputs::All, sampler)?);
-    Ok(steps)
+    // The cache holds the prompt but its last token, whose step reads the reply's first.
+    cloud.sync(head, sampler)?;
+    let read: Vec<TokenId> = std::iter::once(last).chain(reply.iter().copied()).collect();
+    cloud.read_along(&read, sampler)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tandem_core::signals::Signals;
-
-    fn judge(token: TokenId, margin: f32) -> Step {
-        Step {
-            token,
-            signals: Signals {
-                top1_prob: margin,
-                margin,
-                entropy: 1.0,
-            },
-            hidden: None,
-        }
-    }
 
     #[test]
-    fn only_a_sure_disagreement_before_the_end_of_the_reply_is_critical() {
-        // " Sydney" where the judge says " Canberra" with a margin of 0.8.
-        assert!(critical(7, &judge(9, 0.8), false));
-        assert!(critical(7, &judge(9, SURE_MARGIN), false));
-        // Wording: the judge would write another token, but could go either way.
-        assert!(!critical(7, &judge(9, 0.2), false));
-        // Agreement, however sure.
-        assert!(!critical(7, &judge(7, 0.9), false));
+    fn only_an_unlikely_disagreement_before_the_end_of_the_reply_is_critical() {
+        // " Sydney" where the judge would write " Canberra" and gives " Sydney" 2%.
+        assert!(critical(7, 9, 0.02, false));
+        // Wording: the judge would write another token, but finds the edge's plausible.
+        assert!(!critical(7, 9, UNLIKELY, false));
+        assert!(!critical(7, 9, 0.3, false));
+        // Agreement, on however flat a distribution.
+        assert!(!critical(7, 7, 0.05, false));
         // The edge ends its reply where the judge would go on.
-        assert!(!critical(7, &judge(9, 0.9), true));
+        assert!(!critical(7, 9, 0.01, true));
     }
 }

@@ -300,6 +300,7 @@ fn teacher_force(
             edge_token: step.token,
             cloud_token,
             cloud_margin: f32::NAN,
+            cloud_prob: f32::NAN,
             signals: step.signals.features(),
             hidden: step.hidden.unwrap_or_default(),
         })

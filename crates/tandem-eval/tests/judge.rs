@@ -84,7 +84,7 @@ fn a_judge_running_the_edge_model_finds_nothing_critical_and_a_resume_asks_nothi
             .iter()
             .all(|r| !edge.is_end_of_turn(r.edge_token)));
     }
-    let mut gaps: Vec<f32> = Vec::new();
+    let (mut gaps, mut prob_gaps): (Vec<f32>, Vec<f32>) = (Vec::new(), Vec::new());
     for r in &records {
         assert!(r.hidden.iter().any(|&h| h != 0.0), "a real hidden state");
         assert!(
@@ -93,15 +93,19 @@ fn a_judge_running_the_edge_model_finds_nothing_critical_and_a_resume_asks_nothi
             r.example, r.position
         );
         gaps.push((r.cloud_margin - r.signals[1]).abs());
+        prob_gaps.push((r.cloud_prob - r.signals[0]).abs());
     }
-    // The same weights read the same prefix: the judge's margin is the edge's, but for the
+    // The same weights read the same prefix: the judge's margin is the edge's, and the
+    // probability it gives the edge's token is the edge's own top probability, but for the
     // rounding of a batched decode against one-by-one decodes (quantized weights).
-    gaps.sort_by(f32::total_cmp);
-    assert!(
-        gaps[gaps.len() / 2] < 0.05,
-        "median gap {}",
-        gaps[gaps.len() / 2]
-    );
+    for gaps in [&mut gaps, &mut prob_gaps] {
+        gaps.sort_by(f32::total_cmp);
+        assert!(
+            gaps[gaps.len() / 2] < 0.05,
+            "median gap {}",
+            gaps[gaps.len() / 2]
+        );
+    }
     let disagreements = records
         .iter()
         .filter(|r| r.edge_token != r.cloud_token)

@@ -104,21 +104,48 @@ pub enum FeatureLayout {
     HiddenAndSignals,
     /// The signals alone: no hidden state at run time (a faster prefill), but less to see.
     Signals,
+    /// The signals, then where the position is in its reply ([`position_features`]): what
+    /// starts a reply (a letter, a yes or no) is read differently from what follows.
+    SignalsAndPosition,
+}
+
+/// A reply position as inputs: whether it is the reply's first token, and `ln(1 + position)`
+/// (early tokens differ from each other more than late ones).
+pub fn position_features(position: u32) -> [f32; 2] {
+    [
+        f32::from(u8::from(position == 0)),
+        (position as f32).ln_1p(),
+    ]
 }
 
 impl FeatureLayout {
-    fn name(self) -> &'static str {
+    const ALL: [FeatureLayout; 3] = [
+        FeatureLayout::HiddenAndSignals,
+        FeatureLayout::Signals,
+        FeatureLayout::SignalsAndPosition,
+    ];
+
+    /// The layout's name, in router files and on the command line.
+    pub fn name(self) -> &'static str {
         match self {
             FeatureLayout::HiddenAndSignals => "hidden+signals",
             FeatureLayout::Signals => "signals",
+            FeatureLayout::SignalsAndPosition => "signals+position",
         }
     }
 
-    fn parse(name: &str) -> Result<Self, String> {
-        [FeatureLayout::HiddenAndSignals, FeatureLayout::Signals]
+    /// The layout named `name`.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        Self::ALL
             .into_iter()
             .find(|layout| layout.name() == name)
-            .ok_or_else(|| format!("unknown feature layout '{name}'"))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|l| l.name()).collect();
+                format!(
+                    "unknown feature layout '{name}' (one of {})",
+                    names.join(", ")
+                )
+            })
     }
 
     /// Whether the router reads the hidden state.
@@ -126,15 +153,28 @@ impl FeatureLayout {
         self == FeatureLayout::HiddenAndSignals
     }
 
+    /// How many inputs a position has for an edge model of `hidden_size`.
+    pub fn width(self, hidden_size: usize) -> usize {
+        match self {
+            FeatureLayout::HiddenAndSignals => hidden_size + 3,
+            FeatureLayout::Signals => 3,
+            FeatureLayout::SignalsAndPosition => 3 + 2,
+        }
+    }
+
     /// One position's input before normalisation, `width` values: the hidden state (when
-    /// this layout reads it) then the signals. A hidden state of another width (another
-    /// model) is padded with zeros or cut, so that it cannot break the network.
-    pub fn input(self, hidden: &[f32], signals: [f32; 3], width: usize) -> Vec<f32> {
+    /// this layout reads it), the signals, then the position (when it reads it). A hidden
+    /// state of another width (another model) is padded with zeros or cut, so that it cannot
+    /// break the network.
+    pub fn input(self, hidden: &[f32], signals: [f32; 3], position: u32, width: usize) -> Vec<f32> {
         let mut x = Vec::with_capacity(width);
         if self.uses_hidden() {
             x.extend_from_slice(hidden);
         }
         x.extend_from_slice(&signals);
+        if self == FeatureLayout::SignalsAndPosition {
+            x.extend_from_slice(&position_features(position));
+        }
         x.resize(width, 0.0);
         x
     }

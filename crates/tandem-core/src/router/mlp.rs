@@ -112,6 +112,7 @@ impl MlpRouter {
         let mut x = self.features.input(
             f.hidden.unwrap_or(&[]),
             f.signals.features(),
+            f.position,
             self.normalisation.width(),
         );
         self.normalisation.apply(&mut x);

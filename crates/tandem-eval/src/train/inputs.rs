@@ -37,7 +37,7 @@ impl Inputs {
 fn raw(records: &[&Record], features: FeatureLayout, width: usize) -> Vec<f32> {
     records
         .iter()
-        .flat_map(|r| features.input(&r.hidden, r.signals, width))
+        .flat_map(|r| features.input(&r.hidden, r.signals, u32::from(r.position), width))
         .collect()
 }
 

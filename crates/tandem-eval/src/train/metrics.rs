@@ -154,6 +154,7 @@ mod tests {
             edge_token: 0,
             cloud_token: 1,
             cloud_margin: f32::NAN,
+            cloud_prob: f32::NAN,
             signals: [0.5, 0.1, 1.0],
             hidden: Vec::new(),
         }

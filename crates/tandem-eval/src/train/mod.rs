@@ -29,7 +29,7 @@ pub use metrics::ReplyHits;
 pub use options::TrainOptions;
 
 use crate::calibration::{calibrate, CLOUD_SHARES};
-use crate::features::{FeatureSet, SIGNALS};
+use crate::features::FeatureSet;
 use candle_core::Device;
 use fit::Side;
 use inputs::Inputs;
@@ -108,17 +108,13 @@ pub fn train(
 ) -> Result<(TrainedRouter, TrainReport), TrainError> {
     let started = Instant::now();
     options.check()?;
-    split::check_records(set, options.use_hidden)?;
+    split::check_records(set, options.features.uses_hidden())?;
     let mut rng = SeededRng::new(options.seed);
     let split = Split::by_example(&set.records, options.held_out_fraction, &mut rng)?;
     let positive_weight = split.positive_weight()?;
 
-    let features = if options.use_hidden {
-        FeatureLayout::HiddenAndSignals
-    } else {
-        FeatureLayout::Signals
-    };
-    let width = set.header.hidden_size * usize::from(options.use_hidden) + SIGNALS.len();
+    let features = options.features;
+    let width = features.width(set.header.hidden_size);
     let Inputs {
         normalisation,
         train,

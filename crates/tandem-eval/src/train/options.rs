@@ -1,15 +1,17 @@
 //! How to train: the knobs of a run, checked before any work starts.
 
 use super::TrainError;
+use tandem_core::router::file::FeatureLayout;
 
 /// How to train.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainOptions {
     /// Widths of the hidden layers, input side first; empty trains a logistic regression.
     pub hidden_layers: Vec<usize>,
-    /// Whether the router reads the hidden state; `false` trains on the three signals alone,
-    /// which needs no hidden state at run time (a faster prefill) but sees less.
-    pub use_hidden: bool,
+    /// What the router reads: with the hidden state, or the signals alone (with or without
+    /// the position), which needs no hidden state at run time (a faster prefill) but sees
+    /// less.
+    pub features: FeatureLayout,
     /// Upper bound on passes over the training split.
     pub max_epochs: usize,
     /// AdamW step size.
@@ -30,7 +32,7 @@ impl Default for TrainOptions {
     fn default() -> Self {
         Self {
             hidden_layers: vec![128],
-            use_hidden: true,
+            features: FeatureLayout::HiddenAndSignals,
             max_epochs: 100,
             learning_rate: 1e-3,
             weight_decay: 1e-2,

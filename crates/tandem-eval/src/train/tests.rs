@@ -45,6 +45,7 @@ pub(super) fn synthetic(
                 edge_token: 1,
                 cloud_token: 2,
                 cloud_margin: f32::NAN,
+                cloud_prob: f32::NAN,
                 signals,
                 hidden,
             });
@@ -194,7 +195,7 @@ fn calibrated_thresholds_route_the_asked_share_of_unseen_positions() {
 #[test]
 fn a_signals_only_router_needs_no_hidden_state() {
     let options = TrainOptions {
-        use_hidden: false,
+        features: FeatureLayout::Signals,
         ..quick()
     };
     let set = synthetic(50, 16, 6, entropy_label);
@@ -226,6 +227,32 @@ fn a_signals_only_router_needs_no_hidden_state() {
         position: 0,
     });
     assert_eq!(without, with);
+    assert_scores_match_training(&loaded, &set, &options);
+}
+
+#[test]
+fn a_router_reading_the_position_learns_what_only_the_start_of_a_reply_has() {
+    // Critical where a reply starts unsure: the signals alone cannot tell it.
+    let mut set = synthetic(60, 4, 7, entropy_label);
+    for r in &mut set.records {
+        r.label = r.position == 0 && r.signals[2] > 1.0;
+    }
+    let auc = |features| {
+        let options = TrainOptions {
+            features,
+            ..quick()
+        };
+        let (router, report) = train(&set, &options).unwrap();
+        (router, report.held_out_auc.unwrap(), options)
+    };
+    let (_, blind, _) = auc(FeatureLayout::Signals);
+    let (router, seeing, options) = auc(FeatureLayout::SignalsAndPosition);
+    assert!(
+        seeing > 0.95 && blind < 0.9,
+        "with the position {seeing}, without {blind}"
+    );
+    let loaded = saved(&router);
+    assert!(!loaded.needs_hidden_state());
     assert_scores_match_training(&loaded, &set, &options);
 }
 
