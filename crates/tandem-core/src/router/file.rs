@@ -109,9 +109,14 @@ pub enum FeatureLayout {
     SignalsAndPosition,
 }
 
+/// Inputs a position's signals take ([`Signals::features`](crate::signals::Signals::features)).
+const SIGNAL_INPUTS: usize = 3;
+/// Inputs a position's place in its reply takes ([`position_features`]).
+const POSITION_INPUTS: usize = 2;
+
 /// A reply position as inputs: whether it is the reply's first token, and `ln(1 + position)`
 /// (early tokens differ from each other more than late ones).
-pub fn position_features(position: u32) -> [f32; 2] {
+pub fn position_features(position: u32) -> [f32; POSITION_INPUTS] {
     [
         f32::from(u8::from(position == 0)),
         (position as f32).ln_1p(),
@@ -153,26 +158,36 @@ impl FeatureLayout {
         self == FeatureLayout::HiddenAndSignals
     }
 
-    /// How many inputs a position has for an edge model of `hidden_size`.
+    /// Whether the router reads where the position is in its reply.
+    fn uses_position(self) -> bool {
+        self == FeatureLayout::SignalsAndPosition
+    }
+
+    /// How many inputs a position has for an edge model of `hidden_size`: what
+    /// [`Self::input`] lays out.
     pub fn width(self, hidden_size: usize) -> usize {
-        match self {
-            FeatureLayout::HiddenAndSignals => hidden_size + 3,
-            FeatureLayout::Signals => 3,
-            FeatureLayout::SignalsAndPosition => 3 + 2,
-        }
+        usize::from(self.uses_hidden()) * hidden_size
+            + SIGNAL_INPUTS
+            + usize::from(self.uses_position()) * POSITION_INPUTS
     }
 
     /// One position's input before normalisation, `width` values: the hidden state (when
     /// this layout reads it), the signals, then the position (when it reads it). A hidden
     /// state of another width (another model) is padded with zeros or cut, so that it cannot
     /// break the network.
-    pub fn input(self, hidden: &[f32], signals: [f32; 3], position: u32, width: usize) -> Vec<f32> {
+    pub fn input(
+        self,
+        hidden: &[f32],
+        signals: [f32; SIGNAL_INPUTS],
+        position: u32,
+        width: usize,
+    ) -> Vec<f32> {
         let mut x = Vec::with_capacity(width);
         if self.uses_hidden() {
             x.extend_from_slice(hidden);
         }
         x.extend_from_slice(&signals);
-        if self == FeatureLayout::SignalsAndPosition {
+        if self.uses_position() {
             x.extend_from_slice(&position_features(position));
         }
         x.resize(width, 0.0);
