@@ -1,15 +1,17 @@
-//! `tandem eval`: accuracy against cloud share for every router and budget, written as
+//! `tandem eval`: accuracy (or, on open prompts, the judge's log-probability per token)
+//! against cloud share for every router and budget, written as
 //! `results.json` and a chart, and kept as the app's "latest evaluation"; every reply with
 //! its answer goes to `replies.jsonl`, to see which questions a router won or lost.
 
-use crate::pair::{PairArgs, Progress};
+use crate::pair::{self, PairArgs, Progress};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use tandem_core::budget::Prices;
 use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::router::{self, MlpRouter, Router, RouterKind};
-use tandem_eval::eval::{self, BudgetScope, Results, RunSpec, Setup, DEFAULT_ROUTER};
+use tandem_eval::eval::{self, BudgetScope, Metric, Results, RunSpec, Setup, DEFAULT_ROUTER};
+use tandem_eval::quality::Judge;
 use tandem_eval::task::ChoiceFormat;
 use tandem_eval::{chart, data};
 
@@ -19,8 +21,9 @@ pub struct Args {
     #[command(flatten)]
     pair: PairArgs,
     /// Questions: a split name (see `tandem data pull`) or a JSONL file of multiple-choice
-    /// rows (`{"id","question","choices":{"label","text"},"answerKey"}`) or math rows
-    /// (`{"id","question","answer"}`).
+    /// rows (`{"id","question","choices":{"label","text"},"answerKey"}`), math rows
+    /// (`{"id","question","answer"}`), chat rows (`{"id","question","accept"}`) or open
+    /// prompts (`{"id","question"}`, scored by `--judge`).
     #[arg(long, default_value = "csqa:dev")]
     data: String,
     /// Use only the first N questions.
@@ -58,6 +61,11 @@ pub struct Args {
     /// Price of a million completion tokens.
     #[arg(long, default_value_t = 0.6)]
     price_output: f64,
+    /// The model that scores replies to open prompts by its mean log-probability per token
+    /// (catalogue name or GGUF path; default: `--stand-in`, the cloud model when no
+    /// `--cloud` is given).
+    #[arg(long)]
+    judge: Option<String>,
     /// Folder for results.json, replies.jsonl (every reply and its answer) and chart.svg.
     #[arg(long)]
     out: PathBuf,
@@ -67,6 +75,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
     anyhow::ensure!(!rows.is_empty(), "no questions in {}", args.data);
+    let metric = Metric::of(&rows).map_err(anyhow::Error::msg)?;
     let default_kind = Config::default().router.kind;
     let kinds: Vec<RouterKind> = args.router.iter().map(|c| c.kind(default_kind)).collect();
     let wants_mlp = kinds.contains(&RouterKind::Mlp);
@@ -120,12 +129,22 @@ pub fn run(args: Args) -> Result<()> {
             output_per_mtok: args.price_output,
         },
     };
+    let judge_name = args.judge.as_ref().unwrap_or(&args.pair.stand_in);
+    let judge_weights = match metric {
+        Metric::JudgeLogProb => Some(pair::load_model(judge_name)?),
+        Metric::Accuracy => None,
+    };
+    let mut judge = match &judge_weights {
+        Some(weights) => Some(Judge::new(judge_name, weights, pair.session_of(weights)?)),
+        None => None,
+    };
     let mut edge = pair.session()?;
     let progress = Progress::new("eval", 0);
     let evaluation = eval::evaluate(
         &pair.weights,
         &mut edge,
         Some(&mut cloud),
+        judge.as_mut(),
         &rows,
         specs,
         setup,
@@ -138,6 +157,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     let results = Results {
         data: data_name,
+        metric,
+        judge: judge.map(|j| j.name),
         budget_scope: setup.scope,
         span: setup.span,
         prompt_format: tandem_eval::task::prompt_name(&rows, setup.format),
@@ -175,7 +196,10 @@ pub fn run(args: Args) -> Result<()> {
         "router",
         "budget",
         "n",
-        "accuracy",
+        match metric {
+            Metric::Accuracy => "accuracy",
+            Metric::JudgeLogProb => "log-prob",
+        },
         "95% interval",
         "share",
         "gap",
@@ -190,13 +214,16 @@ pub fn run(args: Args) -> Result<()> {
             .cost_vs_cloud_only
             .map_or("-".to_owned(), |c| format!("{:.3}", c));
         println!(
-            "{:<11} {:>6.3} {:>5} {:>7.1}% {:>6.1}–{:>5.1}% {:>5.1}% {} {:>8} {:>8} {:>10} {:>6} {:>8.1}",
+            "{:<11} {:>6.3} {:>5} {:>8} {:>15} {:>5.1}% {} {:>8} {:>8} {:>10} {:>6} {:>8.1}",
             r.router,
             r.budget,
             r.n,
-            r.accuracy * 100.0,
-            r.accuracy_interval.low * 100.0,
-            r.accuracy_interval.high * 100.0,
+            metric.show(r.score),
+            format!(
+                "{}–{}",
+                metric.show(r.score_interval.low),
+                metric.show(r.score_interval.high)
+            ),
             r.cloud_share * 100.0,
             gap(r),
             r.cloud_requests,

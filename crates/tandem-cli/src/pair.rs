@@ -119,7 +119,6 @@ impl PairArgs {
         let models = Paths::discover().models();
         let threads = self.threads.unwrap_or_else(default_threads);
         let edge_path = tandem_core::models::resolve(&self.edge, &models)?;
-        let cloud_path = tandem_core::models::resolve(&self.stand_in, &models)?;
         let pair = Pair {
             weights: EdgeWeights::load(&edge_path, &self.edge)?,
             ids: ModelPair::identify(&self.edge, &edge_path, &self.stand_in)?,
@@ -130,7 +129,7 @@ impl PairArgs {
                 hidden_state,
             },
         };
-        let cloud = EdgeWeights::load(&cloud_path, &self.stand_in)?;
+        let cloud = load_model(&self.stand_in)?;
         // The judge's tokens are compared with the edge's by id.
         let probe = |w: &EdgeWeights| (w.vocab_size(), w.tokenize(VOCAB_PROBE, false));
         if probe(&cloud) != probe(&pair.weights) {
@@ -143,6 +142,12 @@ impl PairArgs {
         }
         Ok((pair, cloud))
     }
+}
+
+/// A model's weights by catalogue name or GGUF path, for reading in-process (a judge).
+pub fn load_model(name: &str) -> Result<EdgeWeights> {
+    let path = tandem_core::models::resolve(name, &Paths::discover().models())?;
+    Ok(EdgeWeights::load(&path, name)?)
 }
 
 impl Pair {

@@ -61,6 +61,12 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let mut rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
     rows.drain(..args.from.min(rows.len()));
+    anyhow::ensure!(
+        args.judged || rows.iter().all(|r| r.is_graded()),
+        "{} holds open prompts, which have no answer for a continuation to change: collect \
+         their labels with --judged",
+        args.data
+    );
     // The stand-in is started only for labels that ask it over HTTP (and stops on drop).
     let (local, started);
     let (pair, cloud, judge_weights) = if args.judged {

@@ -622,8 +622,8 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         "router",
         "budget",
         "n",
-        "accuracy",
-        "accuracy_interval",
+        "score",
+        "score_interval",
         "cost_vs_cloud_only",
         "cloud_share",
         "cloud_requests",
@@ -654,7 +654,8 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     assert_eq!(cloud_only["cloud_share"].as_f64(), Some(1.0));
     // The fake cloud always answers " B" (one token per request by default): cloud-only gets
     // exactly the three B questions.
-    assert_eq!(cloud_only["accuracy"].as_f64(), Some(0.3), "{cloud_only}");
+    assert_eq!(results["metric"], "accuracy");
+    assert_eq!(cloud_only["score"].as_f64(), Some(0.3), "{cloud_only}");
     assert_eq!(
         find("default", 0.2)["resolved"],
         "margin",
@@ -671,8 +672,8 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
             cloud > 0.0 && cloud <= 0.2 * (cloud + edge) + 10.0,
             "{router}: {cloud} cloud tokens, {edge} edge tokens"
         );
-        let interval = &run["accuracy_interval"];
-        let accuracy = run["accuracy"].as_f64().unwrap();
+        let interval = &run["score_interval"];
+        let accuracy = run["score"].as_f64().unwrap();
         assert!(interval["low"].as_f64().unwrap() <= accuracy);
         assert!(interval["high"].as_f64().unwrap() >= accuracy);
     }
@@ -718,10 +719,7 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         cloud_only.iter().all(|r| r["answer"] == "B"),
         "{cloud_only:?}"
     );
-    assert_eq!(
-        cloud_only.iter().filter(|r| r["correct"] == true).count(),
-        3
-    );
+    assert_eq!(cloud_only.iter().filter(|r| r["outcome"] == 1.0).count(), 3);
     // Each reply carries its router's score at every token, in [0, 1].
     for reply in replies.iter().filter(|r| r["router"] == "entropy") {
         let scores = reply["scores"].as_array().unwrap();
@@ -748,6 +746,112 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     assert!(svg.contains("entropy") && svg.contains("default") && svg.contains("cloud-only"));
     // The app shows the latest evaluation.
     assert!(home.path().join("data/eval/latest/chart.svg").is_file());
+}
+
+#[test]
+fn eval_scores_open_prompts_by_the_judges_log_probability() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" zebra", " 1987", " ,;"])).unwrap();
+    let data = home.path().join("open.jsonl");
+    // Prompts with short replies: the edge decodes every reply of every run.
+    let prompts = [
+        "Say hello in one short sentence.",
+        "Name three colours.",
+        "Write a four-word title for a story about a cat.",
+    ];
+    let lines: Vec<String> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, q)| serde_json::json!({"id": format!("o{i}"), "question": q}).to_string())
+        .collect();
+    std::fs::write(&data, lines.join("\n") + "\n").unwrap();
+    let out = home.path().join("results");
+    let output = tandem(home.path())
+        .args(["eval", "--threads", "1", "--router", "entropy"])
+        .args(["--budgets", "0,0.2", "--cloud", &fake.base_url()])
+        .arg("--edge")
+        .arg(&model)
+        .arg("--judge")
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["metric"], "judge-log-prob", "{results}");
+    assert_eq!(results["judge"], model.to_str().unwrap());
+    let score = |router: &str| -> f64 {
+        let run = results["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["router"] == router)
+            .unwrap_or_else(|| panic!("no {router} run: {results}"));
+        let score = run["score"].as_f64().unwrap();
+        let interval = &run["score_interval"];
+        assert!(interval["low"].as_f64().unwrap() <= score + 1e-12);
+        assert!(interval["high"].as_f64().unwrap() >= score - 1e-12);
+        assert_eq!(run["n"], 3);
+        score
+    };
+    // The judge is the edge model: its own greedy replies are what it finds likeliest, and
+    // every span of the fake cloud's words out of nowhere costs the routed replies.
+    let (edge, routed) = (score("edge-only"), score("entropy"));
+    assert!(edge < 0.0 && edge > routed, "edge {edge}, routed {routed}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("log-prob"), "{stdout}");
+    let replies = std::fs::read_to_string(out.join("replies.jsonl")).unwrap();
+    for line in replies.lines() {
+        let reply: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(reply["answer"].is_null() && reply["outcome"].as_f64().unwrap() < 0.0);
+    }
+    let svg = std::fs::read_to_string(out.join("chart.svg")).unwrap();
+    assert!(svg.contains("judge log-prob/token"));
+}
+
+#[test]
+fn open_prompts_are_not_mixed_with_graded_rows_nor_labelled_by_continuation() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("mixed.jsonl");
+    std::fs::write(
+        &data,
+        concat!(
+            r#"{"id": "o", "question": "Write a haiku."}"#,
+            "\n",
+            r#"{"id": "c", "question": "Capital of France?", "accept": ["Paris"]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let output = tandem(home.path())
+        .args(["eval", "--out", "x", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("evaluate them apart"),
+        "{stderr}"
+    );
+    let output = tandem(home.path())
+        .args(["train-router", "--out", "x.safetensors", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("--judged"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -178,6 +178,18 @@ impl EdgeWeights {
         self.model.n_vocab() as usize
     }
 
+    /// The token that ends the model's turn: its end-of-turn token (`<|im_end|>` in ChatML
+    /// templates), or its end of sequence where it names none.
+    pub fn end_of_turn(&self) -> TokenId {
+        let vocab = self.model.vocab();
+        let eot = vocab.eot();
+        if eot.0 >= 0 {
+            eot.0
+        } else {
+            vocab.eos().0
+        }
+    }
+
     /// Tokenizes text; `special` adds BOS where the model wants one and parses control tokens.
     pub fn tokenize(&self, text: &str, special: bool) -> Vec<TokenId> {
         self.model

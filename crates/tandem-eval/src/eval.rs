@@ -1,4 +1,6 @@
-//! Accuracy against cloud share: every router at every budget on the same questions.
+//! Accuracy against cloud share: every router at every budget on the same questions. Open
+//! prompts, which have no answer, are scored by the judge's mean log-probability per token
+//! instead ([`crate::quality`]); a set is one or the other ([`Metric`]).
 //!
 //! Runs go question by question, all runs of one question back to back: the edge's KV cache
 //! then holds the question's prompt for every run (each decodes only its own reply), and a
@@ -11,6 +13,7 @@
 //! tokens then pay for the next question's cloud tokens.
 
 use crate::data::Row;
+use crate::quality::Judge;
 use crate::stats::{self, Interval};
 use crate::task::{self, ChoiceFormat};
 use serde::{Deserialize, Serialize};
@@ -18,9 +21,9 @@ use std::time::Instant;
 use tandem_core::budget::{CloudBudget, LiveBudget, Prices, ReplyBudget};
 use tandem_core::cloud::Cloud;
 use tandem_core::decode::{generate, generate_with, Collaboration, DecodeOptions};
-use tandem_core::edge::EdgeModel;
+use tandem_core::edge::{EdgeError, EdgeModel};
 use tandem_core::engine::ReplyError;
-use tandem_core::event::Event;
+use tandem_core::event::{Event, FinishReason};
 use tandem_core::local::EdgeWeights;
 use tandem_core::message::Message;
 use tandem_core::router::{Features, FixedRouter, Router};
@@ -34,6 +37,50 @@ pub enum BudgetScope {
     Reply,
     /// One controller across all replies of a run: not what the app does.
     Run,
+}
+
+/// What a run's score is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    /// The share of replies whose answer is right (multiple choice, math, checkable chat).
+    Accuracy,
+    /// The judge's mean log-probability per token of each reply, averaged over replies (open
+    /// prompts); higher is closer to what the judge would write.
+    JudgeLogProb,
+}
+
+impl Metric {
+    /// The metric of `rows`: accuracy when every row has an answer, the judge's log-prob
+    /// when none has; a mix is refused, since the two do not average.
+    pub fn of(rows: &[Row]) -> Result<Metric, String> {
+        let graded = rows.iter().filter(|r| r.is_graded()).count();
+        match graded {
+            0 => Ok(Metric::JudgeLogProb),
+            n if n == rows.len() => Ok(Metric::Accuracy),
+            n => Err(format!(
+                "{n} of {} rows have an answer and the rest are open prompts: evaluate them apart \
+                 (accuracy and the judge's log-probability do not average)",
+                rows.len()
+            )),
+        }
+    }
+
+    /// The axis and column name.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Accuracy => "accuracy",
+            Metric::JudgeLogProb => "judge log-prob/token",
+        }
+    }
+
+    /// A score as shown: accuracy in percent, a log-probability as it is.
+    pub fn show(self, score: f64) -> String {
+        match self {
+            Metric::Accuracy => format!("{:.1}%", score * 100.0),
+            Metric::JudgeLogProb => format!("{score:.3}"),
+        }
+    }
 }
 
 /// The runs compared with every router at the same budget.
@@ -98,11 +145,12 @@ pub struct RunResult {
     pub budget: f32,
     /// Questions answered.
     pub n: usize,
-    /// Share answered correctly.
-    pub accuracy: f64,
-    /// 95% bootstrap interval of the accuracy.
-    pub accuracy_interval: Interval,
-    /// The paired difference in accuracy to each baseline run and to the default router's run
+    /// The mean score per reply ([`Results::metric`]): the share answered correctly, or the
+    /// judge's mean log-probability per token.
+    pub score: f64,
+    /// 95% bootstrap interval of the score.
+    pub score_interval: Interval,
+    /// The paired difference in score to each baseline run and to the default router's run
     /// at the same budget (and to edge-only and cloud-only), with its 95% interval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub versus: Vec<PairedDifference>,
@@ -132,7 +180,7 @@ pub struct RunResult {
 pub struct PairedDifference {
     /// The baseline run's router.
     pub baseline: String,
-    /// Accuracy of this run minus the baseline's.
+    /// Score of this run minus the baseline's.
     pub difference: f64,
     /// Its 95% paired bootstrap interval: above 0 means this run is better.
     pub interval: Interval,
@@ -143,6 +191,11 @@ pub struct PairedDifference {
 pub struct Results {
     /// What was evaluated.
     pub data: String,
+    /// What the runs' scores are.
+    pub metric: Metric,
+    /// The model that scored the replies, for [`Metric::JudgeLogProb`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
     /// How long each budget controller lived.
     pub budget_scope: BudgetScope,
     /// Tokens asked for per cloud request.
@@ -171,10 +224,11 @@ pub struct ReplyRecord {
     pub budget: f32,
     /// The reply as generated.
     pub reply: String,
-    /// The answer read from it.
+    /// The answer read from it (none for an open prompt).
     pub answer: Option<String>,
-    /// Whether that answer is right.
-    pub correct: bool,
+    /// What it scored: 1 for a right answer and 0 for a wrong one, or the judge's mean
+    /// log-probability per token for an open prompt.
+    pub outcome: f64,
     /// Reply tokens from the cloud.
     pub cloud_tokens: u32,
     /// The router's score at each token of the reply, to see which positions a router ranks
@@ -244,7 +298,7 @@ struct RunState {
     controller: ReplyBudget,
     live: LiveBudget,
     result: RunResult,
-    correct: Vec<bool>,
+    outcomes: Vec<f64>,
 }
 
 /// How an evaluation asks the cloud and counts the budget.
@@ -261,11 +315,14 @@ pub struct Setup {
     pub format: ChoiceFormat,
 }
 
-/// Evaluates every run of `specs` on `rows`; `progress(done, total)` after each question.
+/// Evaluates every run of `specs` on `rows`; open prompts are scored by `judge` (an error
+/// without one); `progress(done, total)` after each question.
+#[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     weights: &EdgeWeights,
     edge: &mut dyn EdgeModel,
     mut cloud: Option<&mut dyn Cloud>,
+    mut judge: Option<&mut Judge<'_>>,
     rows: &[Row],
     specs: Vec<RunSpec>,
     setup: Setup,
@@ -284,8 +341,8 @@ pub fn evaluate(
                 resolved: spec.resolved.clone(),
                 budget: spec.budget,
                 n: 0,
-                accuracy: 0.0,
-                accuracy_interval: Interval {
+                score: 0.0,
+                score_interval: Interval {
                     low: 0.0,
                     high: 0.0,
                 },
@@ -300,7 +357,7 @@ pub fn evaluate(
                 cloud_tokens: 0,
                 cloud_failures: 0,
             },
-            correct: Vec::with_capacity(rows.len()),
+            outcomes: Vec::with_capacity(rows.len()),
             spec,
         })
         .collect();
@@ -320,6 +377,7 @@ pub fn evaluate(
             let mut reply = String::new();
             let mut scores = Vec::new();
             let mut failures = 0u64;
+            let mut ended = false;
             let mut sink = |event: Event| {
                 match event {
                     Event::Token { text, score, .. } => {
@@ -328,6 +386,7 @@ pub fn evaluate(
                         scores.push((score * 1e4).round() / 1e4);
                     }
                     Event::CloudRequest { ok: false, .. } => failures += 1,
+                    Event::Finished { reason, .. } => ended = reason == FinishReason::Stop,
                     _ => {}
                 }
                 true
@@ -364,15 +423,24 @@ pub fn evaluate(
             r.cloud_prompt_tokens += usage.cloud_prompt_tokens;
             r.cloud_completion_tokens += usage.cloud_completion_tokens;
             r.cloud_failures += failures;
-            let correct = task::is_correct(row, &reply);
-            run.correct.push(correct);
+            let outcome = if row.is_graded() {
+                f64::from(u8::from(task::is_correct(row, &reply)))
+            } else {
+                let judge = judge.as_mut().ok_or_else(|| {
+                    EdgeError::Decode(
+                        "an open prompt is scored by a judge model: none given".into(),
+                    )
+                })?;
+                judge.mean_log_prob(&messages[0].content, &reply, ended)?
+            };
+            run.outcomes.push(outcome);
             replies.push(ReplyRecord {
                 question: row.id().to_owned(),
                 router: run.spec.router.clone(),
                 budget: run.spec.budget,
                 answer: task::answer(row, &reply),
                 reply,
-                correct,
+                outcome,
                 cloud_tokens: usage.cloud_tokens,
                 scores,
                 signals: recorder.take(),
@@ -404,8 +472,8 @@ fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
             .filter(|other| other.result.router != run.result.router && is_reference(other))
             .map(|other| PairedDifference {
                 baseline: other.result.router.clone(),
-                difference: mean(&run.correct) - mean(&other.correct),
-                interval: stats::paired_difference_interval(&run.correct, &other.correct),
+                difference: mean(&run.outcomes) - mean(&other.outcomes),
+                interval: stats::paired_difference_interval(&run.outcomes, &other.outcomes),
             })
             .collect()
     };
@@ -414,8 +482,8 @@ fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
         .zip(compared)
         .map(|(run, versus)| {
             let mut r = run.result;
-            r.accuracy = mean(&run.correct);
-            r.accuracy_interval = stats::accuracy_interval(&run.correct);
+            r.score = mean(&run.outcomes);
+            r.score_interval = stats::mean_interval(&run.outcomes);
             r.versus = versus;
             r.cost_vs_cloud_only = cloud_only_cost.filter(|&c| c > 0.0).map(|c| cost(&r) / c);
             r.cloud_share = r.cloud_tokens as f64 / (r.edge_tokens + r.cloud_tokens).max(1) as f64;
@@ -424,17 +492,17 @@ fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
         .collect()
 }
 
-fn mean(correct: &[bool]) -> f64 {
-    correct.iter().filter(|&&c| c).count() as f64 / correct.len().max(1) as f64
+fn mean(outcomes: &[f64]) -> f64 {
+    outcomes.iter().sum::<f64>() / outcomes.len().max(1) as f64
 }
 
-/// Share of the edge→cloud accuracy gap a run recovers (1 = as accurate as cloud-only);
-/// `None` when the cloud is not ahead of the edge, so there is no gap to recover.
+/// Share of the edge→cloud gap in score a run recovers (1 = as good as cloud-only); `None`
+/// when the cloud is not ahead of the edge, so there is no gap to recover.
 pub fn gap_recovered(
     run: &RunResult,
     edge_only: &RunResult,
     cloud_only: &RunResult,
 ) -> Option<f64> {
-    let gap = cloud_only.accuracy - edge_only.accuracy;
-    (gap > 1e-12).then(|| (run.accuracy - edge_only.accuracy) / gap)
+    let gap = cloud_only.score - edge_only.score;
+    (gap > 1e-12).then(|| (run.score - edge_only.score) / gap)
 }

@@ -128,7 +128,7 @@ fn write_reply(
 
 /// The cloud's step at every position of `reply` after `prompt`, with the probability it
 /// gives the token the edge wrote there: one pass over the reply.
-fn read_back(
+pub(crate) fn read_back(
     cloud: &mut LocalModel<'_>,
     sampler: &mut Sampler,
     prompt: &[TokenId],

@@ -11,6 +11,7 @@ pub mod eval;
 pub mod features;
 pub mod judge;
 pub mod labels;
+pub mod quality;
 pub mod stats;
 pub mod task;
 pub mod train;

@@ -1,5 +1,6 @@
-//! How sure a figure is: 95% bootstrap intervals of accuracy, and of the paired difference
-//! between two runs on the same questions.
+//! How sure a figure is: 95% bootstrap intervals of a mean score (accuracy, as 1s and 0s, or
+//! the judge's log-probability), and of the paired difference between two runs on the same
+//! questions.
 //!
 //! Routers are compared on the same questions, so the difference is resampled question by
 //! question (a paired bootstrap): it is much tighter than two independent intervals, and it
@@ -22,25 +23,17 @@ pub struct Interval {
     pub high: f64,
 }
 
-/// The 95% bootstrap interval of the share of `correct` answers.
-pub fn accuracy_interval(correct: &[bool]) -> Interval {
-    let values: Vec<f64> = correct.iter().map(|&c| f64::from(u8::from(c))).collect();
-    mean_interval(&values)
-}
-
 /// The 95% paired bootstrap interval of `mean(a) − mean(b)`, where `a[i]` and `b[i]` are the
-/// same question's outcomes in two runs.
-pub fn paired_difference_interval(a: &[bool], b: &[bool]) -> Interval {
+/// same question's scores in two runs.
+pub fn paired_difference_interval(a: &[f64], b: &[f64]) -> Interval {
     assert_eq!(a.len(), b.len(), "paired runs answer the same questions");
-    let values: Vec<f64> = a
-        .iter()
-        .zip(b)
-        .map(|(&x, &y)| f64::from(u8::from(x)) - f64::from(u8::from(y)))
-        .collect();
+    let values: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
     mean_interval(&values)
 }
 
-fn mean_interval(values: &[f64]) -> Interval {
+/// The 95% bootstrap interval of the mean of `values` (of accuracy, with 1 for a right
+/// answer and 0 for a wrong one).
+pub fn mean_interval(values: &[f64]) -> Interval {
     if values.is_empty() {
         return Interval {
             low: 0.0,
@@ -69,11 +62,15 @@ fn mean_interval(values: &[f64]) -> Interval {
 mod tests {
     use super::*;
 
+    fn outcomes(right: impl Iterator<Item = bool>) -> Vec<f64> {
+        right.map(|c| f64::from(u8::from(c))).collect()
+    }
+
     #[test]
     fn an_interval_holds_the_accuracy_and_narrows_with_more_questions() {
-        let few: Vec<bool> = (0..40).map(|i| i % 2 == 0).collect();
-        let many: Vec<bool> = (0..1000).map(|i| i % 2 == 0).collect();
-        let (a, b) = (accuracy_interval(&few), accuracy_interval(&many));
+        let few = outcomes((0..40).map(|i| i % 2 == 0));
+        let many = outcomes((0..1000).map(|i| i % 2 == 0));
+        let (a, b) = (mean_interval(&few), mean_interval(&many));
         assert!(a.low < 0.5 && 0.5 < a.high, "{a:?}");
         assert!(b.high - b.low < a.high - a.low, "{a:?} {b:?}");
         // Binomial: ±1.96·sqrt(0.25/1000) ≈ ±0.031.
@@ -83,15 +80,11 @@ mod tests {
     #[test]
     fn a_paired_difference_sees_what_two_intervals_would_not() {
         // b is a with one question in twenty fixed: a small, consistent gain.
-        let a: Vec<bool> = (0..600).map(|i| i % 3 == 0).collect();
-        let b: Vec<bool> = a
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| x || i % 20 == 1)
-            .collect();
+        let a = outcomes((0..600).map(|i| i % 3 == 0));
+        let b = outcomes((0..600).map(|i| i % 3 == 0 || i % 20 == 1));
         let d = paired_difference_interval(&b, &a);
         assert!(d.low > 0.0, "{d:?}");
-        let (ia, ib) = (accuracy_interval(&a), accuracy_interval(&b));
+        let (ia, ib) = (mean_interval(&a), mean_interval(&b));
         assert!(
             ib.low < ia.high,
             "independent intervals overlap: {ia:?} {ib:?}"

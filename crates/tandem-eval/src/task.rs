@@ -2,7 +2,7 @@
 //! reply. Fixed, so every router and budget is measured on exactly the same prompts; tuned
 //! (if ever) on `csqa:dev` rows 0–599 only.
 
-use crate::data::{ChatRow, ChoiceRow, Row};
+use crate::data::{ChatRow, ChoiceRow, OpenRow, Row};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -82,19 +82,23 @@ impl FromStr for ChoiceFormat {
 /// step" prompt at 256 tokens scored 23% for both on held-out rows (the 1.5B's long solutions,
 /// often with Python, were cut off), so it could not show what routing recovers.
 pub const MATH_MAX_TOKENS: u32 = 512;
-/// Reply length for chat: the app's default (`Config::default().max_tokens`), so a chat row
-/// is measured as a user meets it.
+/// Reply length for chat and open prompts: the app's default (`Config::default().max_tokens`),
+/// so a chat row is measured as a user meets it.
 pub const CHAT_MAX_TOKENS: u32 = 256;
 
 /// The versioned name of the prompts `rows` are asked with (recorded with features and
-/// results): the multiple-choice format's, the math prompt's and "as-typed" for chat, joined
+/// results): the multiple-choice format's, the math prompt's and "as-typed" for chat and open
+/// prompts, joined
 /// with " + " for a mix.
 pub fn prompt_name(rows: &[Row], format: ChoiceFormat) -> String {
     let has = |kind: fn(&Row) -> bool| rows.iter().any(kind);
     [
         (has(|r| matches!(r, Row::Choice(_))), format.name()),
         (has(|r| matches!(r, Row::Math(_))), "steps-then-answer/1"),
-        (has(|r| matches!(r, Row::Chat(_))), "as-typed"),
+        (
+            has(|r| matches!(r, Row::Chat(_) | Row::Open(_))),
+            "as-typed",
+        ),
     ]
     .into_iter()
     .filter_map(|(present, name)| present.then_some(name))
@@ -111,7 +115,9 @@ pub fn prompt(row: &Row, format: ChoiceFormat) -> String {
             r.question
         ),
         // As the user typed it: the app adds nothing to a chat message.
-        Row::Chat(r) => r.question.clone(),
+        Row::Chat(ChatRow { question, .. }) | Row::Open(OpenRow { question, .. }) => {
+            question.clone()
+        }
     }
 }
 
@@ -130,16 +136,17 @@ pub fn max_tokens(row: &Row, format: ChoiceFormat) -> u32 {
     match row {
         Row::Choice(_) => format.max_tokens(),
         Row::Math(_) => MATH_MAX_TOKENS,
-        Row::Chat(_) => CHAT_MAX_TOKENS,
+        Row::Chat(_) | Row::Open(_) => CHAT_MAX_TOKENS,
     }
 }
 
-/// Whether `reply` answers `row` correctly.
+/// Whether `reply` answers `row` correctly (never, for an open prompt: it has no answer).
 pub fn is_correct(row: &Row, reply: &str) -> bool {
     match row {
         Row::Choice(r) => choice_answer(r, reply).is_some_and(|label| label == r.answer_key),
         Row::Math(r) => math_answer(reply).is_some_and(|n| (n - r.answer).abs() < 1e-6),
         Row::Chat(r) => chat_answer(r, reply).is_some(),
+        Row::Open(_) => false,
     }
 }
 
@@ -211,12 +218,14 @@ pub fn decides(row: &Row, before: &str, cloud: &str, edge: &str) -> bool {
     answer(row, &format!("{before}{cloud}")) != answer(row, &format!("{before}{edge}"))
 }
 
-/// The answer read from `reply`: a choice's label, or a number.
+/// The answer read from `reply`: a choice's label, a number, an accepted chat answer (none
+/// for an open prompt).
 pub fn answer(row: &Row, reply: &str) -> Option<String> {
     match row {
         Row::Choice(r) => choice_answer(r, reply).map(str::to_owned),
         Row::Math(_) => math_answer(reply).map(|n| n.to_string()),
         Row::Chat(r) => chat_answer(r, reply).map(str::to_owned),
+        Row::Open(_) => None,
     }
 }
 

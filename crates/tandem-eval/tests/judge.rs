@@ -3,18 +3,17 @@
 use std::collections::BTreeSet;
 use tandem_core::edge::EdgeModel;
 use tandem_core::local::{EdgeWeights, LocalOptions};
-use tandem_eval::data::{ChatRow, Row};
+use tandem_eval::data::{OpenRow, Row};
 use tandem_eval::features::{FeatureSet, FeatureWriter, Header};
 use tandem_eval::judge;
 use tandem_eval::labels::Questions;
 use tandem_eval::task::{self, ChoiceFormat};
 use tandem_test_peers::{model, SMOLLM2};
 
-fn chat(question: &str) -> Row {
-    Row::Chat(ChatRow {
+fn open(question: &str) -> Row {
+    Row::Open(OpenRow {
         id: question.into(),
         question: question.into(),
-        accept: vec![],
     })
 }
 
@@ -30,9 +29,9 @@ fn a_judge_running_the_edge_model_finds_nothing_critical_and_a_resume_asks_nothi
     let mut edge = weights.session(&options(true)).unwrap();
     let mut judge_session = weights.session(&options(false)).unwrap();
     let rows = vec![
-        chat("What is the capital of France?"),
-        chat("Name a primary colour."),
-        chat("What is 7 times 6?"),
+        open("What is the capital of France?"),
+        open("Name a primary colour."),
+        open("What is 7 times 6?"),
     ];
     let dir = tempfile::tempdir().unwrap();
     let header = Header::new(
