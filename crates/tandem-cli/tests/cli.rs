@@ -41,6 +41,45 @@ fn generate(
     command
 }
 
+/// `tandem eval` with one thread of `model` against `fake` on `data` into `out`, plus
+/// `flags`; it must succeed. Returns its stdout and `results.json`.
+fn eval(
+    home: &std::path::Path,
+    model: &std::path::Path,
+    fake: &FakeCloud,
+    data: &std::path::Path,
+    out: &std::path::Path,
+    flags: &[&str],
+) -> (String, serde_json::Value) {
+    let output = tandem(home)
+        .args([
+            "eval",
+            "--threads",
+            "1",
+            "--cloud",
+            &fake.base_url(),
+            "--edge",
+        ])
+        .arg(model)
+        .arg("--data")
+        .arg(data)
+        .arg("--out")
+        .arg(out)
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap());
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        results.unwrap(),
+    )
+}
+
 /// The events a successful `--json` run printed: every stdout line must be one JSON object.
 fn json_events(output: &std::process::Output) -> Vec<serde_json::Value> {
     assert!(
@@ -582,29 +621,14 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     let fake = FakeCloud::start(Script::cycle(&[" B"])).unwrap();
     let data = ten_questions(home.path());
     let out = home.path().join("results");
-    let output = tandem(home.path())
-        .args(["eval", "--threads", "1", "--router", "default,entropy"])
-        .args([
-            "--budgets",
-            "0,0.2,1",
-            "--cloud",
-            &fake.base_url(),
-            "--edge",
-        ])
-        .arg(&model)
-        .arg("--data")
-        .arg(&data)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let (_, results) = eval(
+        home.path(),
+        &model,
+        &fake,
+        &data,
+        &out,
+        &["--router", "default,entropy", "--budgets", "0,0.2,1"],
     );
-    let results: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     let runs = results["runs"].as_array().unwrap();
     let find = |router: &str, budget: f64| {
         runs.iter()
@@ -767,26 +791,21 @@ fn eval_scores_open_prompts_by_the_judges_log_probability() {
         .collect();
     std::fs::write(&data, lines.join("\n") + "\n").unwrap();
     let out = home.path().join("results");
-    let output = tandem(home.path())
-        .args(["eval", "--threads", "1", "--router", "entropy"])
-        .args(["--budgets", "0,0.2", "--cloud", &fake.base_url()])
-        .arg("--edge")
-        .arg(&model)
-        .arg("--judge")
-        .arg(&model)
-        .arg("--data")
-        .arg(&data)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let (stdout, results) = eval(
+        home.path(),
+        &model,
+        &fake,
+        &data,
+        &out,
+        &[
+            "--router",
+            "entropy",
+            "--budgets",
+            "0,0.2",
+            "--judge",
+            model.to_str().unwrap(),
+        ],
     );
-    let results: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(results["metric"], "judge-log-prob", "{results}");
     assert_eq!(results["judge"], model.to_str().unwrap());
     let score = |router: &str| -> f64 {
@@ -807,7 +826,6 @@ fn eval_scores_open_prompts_by_the_judges_log_probability() {
     // every span of the fake cloud's words out of nowhere costs the routed replies.
     let (edge, routed) = (score("edge-only"), score("entropy"));
     assert!(edge < 0.0 && edge > routed, "edge {edge}, routed {routed}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("log-prob"), "{stdout}");
     let replies = std::fs::read_to_string(out.join("replies.jsonl")).unwrap();
     for line in replies.lines() {

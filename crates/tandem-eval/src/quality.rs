@@ -12,7 +12,8 @@
 //! the length limit is scored on its text alone.
 
 use crate::judge;
-use tandem_core::edge::{EdgeError, TokenId};
+use tandem_core::edge::TokenId;
+use tandem_core::engine::ReplyError;
 use tandem_core::local::{EdgeWeights, LocalModel};
 use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
@@ -44,11 +45,8 @@ impl<'w> Judge<'w> {
         user: &str,
         reply: &str,
         ended: bool,
-    ) -> Result<f64, EdgeError> {
-        let chat = self
-            .weights
-            .chat_prompt(&[Message::user(user)])
-            .map_err(|e| EdgeError::Decode(e.to_string()))?;
+    ) -> Result<f64, ReplyError> {
+        let chat = self.weights.chat_prompt(&[Message::user(user)])?;
         let prompt = self.weights.tokenize(&chat, true);
         let mut tokens: Vec<TokenId> = self.weights.tokenize(reply, false);
         if ended {
