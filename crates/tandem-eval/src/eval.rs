@@ -315,6 +315,20 @@ pub struct Setup {
     pub format: ChoiceFormat,
 }
 
+/// Why an evaluation stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// An open prompt has no answer to check, so its reply needs a judge to be scored.
+    #[error("open prompts are scored by a judge model, and none was given")]
+    NoJudge,
+    /// The edge model failed mid-reply.
+    #[error(transparent)]
+    Edge(#[from] EdgeError),
+    /// A reply could not be written.
+    #[error(transparent)]
+    Reply(#[from] ReplyError),
+}
+
 /// Evaluates every run of `specs` on `rows`; open prompts are scored by `judge` (an error
 /// without one); `progress(done, total)` after each question.
 #[allow(clippy::too_many_arguments)]
@@ -327,7 +341,7 @@ pub fn evaluate(
     specs: Vec<RunSpec>,
     setup: Setup,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Evaluation, ReplyError> {
+) -> Result<Evaluation, EvalError> {
     let mut runs: Vec<RunState> = specs
         .into_iter()
         .map(|spec| RunState {
@@ -365,7 +379,12 @@ pub fn evaluate(
     let mut replies = Vec::with_capacity(rows.len() * count);
     for (q, row) in rows.iter().enumerate() {
         let user = task::prompt(row, setup.format);
-        let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user(&user)])?, true);
+        let prompt = edge.tokenize(
+            &weights
+                .chat_prompt(&[Message::user(&user)])
+                .map_err(ReplyError::from)?,
+            true,
+        );
         let messages = [Message::user(user)];
         let options = DecodeOptions {
             max_tokens: task::max_tokens(row, setup.format),
@@ -426,11 +445,7 @@ pub fn evaluate(
             let outcome = if row.is_graded() {
                 f64::from(u8::from(task::is_correct(row, &reply)))
             } else {
-                let judge = judge.as_mut().ok_or_else(|| {
-                    EdgeError::Decode(
-                        "an open prompt is scored by a judge model: none given".into(),
-                    )
-                })?;
+                let judge = judge.as_mut().ok_or(EvalError::NoJudge)?;
                 judge.mean_log_prob(&messages[0].content, &reply, ended)?
             };
             run.outcomes.push(outcome);

@@ -1,12 +1,17 @@
 //! The open prompts' quality proxy on a real model: the judge's mean log-probability per
 //! token ranks a fluent reply above the same words scrambled, and counts an end of turn
-//! where the reply ended.
+//! where the reply ended; without a judge an open set is refused by name.
 
+use tandem_core::budget::Prices;
 use tandem_core::edge::{EdgeModel, Outputs};
 use tandem_core::local::{EdgeWeights, LocalOptions};
 use tandem_core::message::Message;
+use tandem_core::router::FixedRouter;
 use tandem_core::sampling::{Sampler, SamplingParams};
+use tandem_eval::data::{OpenRow, Row};
+use tandem_eval::eval::{evaluate, BudgetScope, EvalError, RunSpec, Setup};
 use tandem_eval::quality::Judge;
+use tandem_eval::task::ChoiceFormat;
 use tandem_test_peers::{model, SMOLLM2};
 
 #[test]
@@ -61,4 +66,41 @@ fn the_judge_scores_its_own_reply_by_its_confidence_and_a_scrambled_one_far_lowe
     // Reading is deterministic: the same reply scores the same twice.
     let again = judge.mean_log_prob(user, &reply, false).unwrap();
     assert!((again - own).abs() < 1e-6, "{again} vs {own}");
+}
+
+#[test]
+fn an_open_prompt_without_a_judge_is_refused_by_name() {
+    let Some(path) = model(SMOLLM2) else { return };
+    let weights = EdgeWeights::load(&path, "smollm2").unwrap();
+    let options = LocalOptions {
+        n_ctx: 512,
+        threads: 1,
+        hidden_state: false,
+    };
+    let mut edge = weights.session(&options).unwrap();
+    let rows = [Row::Open(OpenRow {
+        id: "rain".into(),
+        question: "Describe a rainy day in one sentence.".into(),
+    })];
+    let setup = Setup {
+        span: 1,
+        scope: BudgetScope::Reply,
+        prices: Prices::default(),
+        format: ChoiceFormat::default(),
+    };
+    let edge_only = RunSpec::new(Box::new(FixedRouter(0.0)), 0.0);
+    let error = evaluate(
+        &weights,
+        &mut edge,
+        None,
+        None,
+        &rows,
+        vec![edge_only],
+        setup,
+        &mut |_, _| {},
+    )
+    .err()
+    .expect("an open prompt needs a judge");
+    assert!(matches!(error, EvalError::NoJudge), "{error}");
+    assert!(error.to_string().contains("judge model"), "{error}");
 }
