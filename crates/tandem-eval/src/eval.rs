@@ -24,7 +24,7 @@ use tandem_core::decode::{generate, generate_with, Collaboration, DecodeOptions}
 use tandem_core::edge::{EdgeError, EdgeModel};
 use tandem_core::engine::ReplyError;
 use tandem_core::event::{Event, FinishReason};
-use tandem_core::local::EdgeWeights;
+use tandem_core::local::{EdgeWeights, LoadError};
 use tandem_core::message::Message;
 use tandem_core::router::{Features, FixedRouter, Router};
 
@@ -321,12 +321,22 @@ pub enum EvalError {
     /// An open prompt has no answer to check, so its reply needs a judge to be scored.
     #[error("open prompts are scored by a judge model, and none was given")]
     NoJudge,
-    /// The edge model failed mid-reply.
-    #[error(transparent)]
-    Edge(#[from] EdgeError),
-    /// A reply could not be written.
+    /// A reply could not be written (its chat rendered, or the edge model decoded).
     #[error(transparent)]
     Reply(#[from] ReplyError),
+}
+
+// Each failure has one shape: the edge's and the template's are a reply's failures.
+impl From<EdgeError> for EvalError {
+    fn from(e: EdgeError) -> Self {
+        EvalError::Reply(e.into())
+    }
+}
+
+impl From<LoadError> for EvalError {
+    fn from(e: LoadError) -> Self {
+        EvalError::Reply(e.into())
+    }
 }
 
 /// Evaluates every run of `specs` on `rows`; open prompts are scored by `judge` (an error
@@ -379,12 +389,7 @@ pub fn evaluate(
     let mut replies = Vec::with_capacity(rows.len() * count);
     for (q, row) in rows.iter().enumerate() {
         let user = task::prompt(row, setup.format);
-        let prompt = edge.tokenize(
-            &weights
-                .chat_prompt(&[Message::user(&user)])
-                .map_err(ReplyError::from)?,
-            true,
-        );
+        let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user(&user)])?, true);
         let messages = [Message::user(user)];
         let options = DecodeOptions {
             max_tokens: task::max_tokens(row, setup.format),

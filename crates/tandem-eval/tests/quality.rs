@@ -14,14 +14,21 @@ use tandem_eval::quality::Judge;
 use tandem_eval::task::ChoiceFormat;
 use tandem_test_peers::{model, SMOLLM2};
 
-#[test]
-fn the_judge_scores_its_own_reply_by_its_confidence_and_a_scrambled_one_far_lower() {
-    let Some(path) = model(SMOLLM2) else { return };
-    let weights = EdgeWeights::load(&path, "smollm2").unwrap();
+/// SmolLM2 and one-thread session options, where the test models are present.
+fn smollm2() -> Option<(EdgeWeights, LocalOptions)> {
+    let weights = EdgeWeights::load(&model(SMOLLM2)?, "smollm2").unwrap();
     let options = LocalOptions {
         n_ctx: 1024,
         threads: 1,
         hidden_state: false,
+    };
+    Some((weights, options))
+}
+
+#[test]
+fn the_judge_scores_its_own_reply_by_its_confidence_and_a_scrambled_one_far_lower() {
+    let Some((weights, options)) = smollm2() else {
+        return;
     };
     let user = "Describe a rainy day in a city in three sentences.";
     // The model's own greedy reply, 32 tokens, cut mid-text.
@@ -70,12 +77,8 @@ fn the_judge_scores_its_own_reply_by_its_confidence_and_a_scrambled_one_far_lowe
 
 #[test]
 fn an_open_prompt_without_a_judge_is_refused_by_name() {
-    let Some(path) = model(SMOLLM2) else { return };
-    let weights = EdgeWeights::load(&path, "smollm2").unwrap();
-    let options = LocalOptions {
-        n_ctx: 512,
-        threads: 1,
-        hidden_state: false,
+    let Some((weights, options)) = smollm2() else {
+        return;
     };
     let mut edge = weights.session(&options).unwrap();
     let rows = [Row::Open(OpenRow {
