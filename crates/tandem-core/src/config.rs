@@ -130,7 +130,7 @@ impl Default for RouterSettings {
             // and 85% (answer last) of the edge→cloud gap where entropy recovers 10% and 38%
             // (entropy spends the budget on the many ways to word a reason, margin on choices
             // between a few tokens); in chat the two are within two prompts of 48. The shipped
-            // MLP, trained on letters, recovers 31% of the chat gap. Figures: README.
+            // MLP is a prompt or two behind margin on every set measured. Figures: README.
             kind: RouterKind::Margin,
             path: None,
         }

@@ -37,7 +37,7 @@ const TEST_LABELS: Partial<Record<ErrorKind, string>> = {
 export const ROUTER_HINTS: Record<RouterKind, string> = {
   entropy: "Asks the cloud where the local model's next-token distribution is most spread out.",
   margin: "The default: asks the cloud where the local model's two best next tokens are nearly tied (a choice between answers).",
-  mlp: "A small network trained on multiple-choice answers for the default models; strongest there, weaker in chat.",
+  mlp: "A small network that reads the local model's hidden state, trained for the default models on chat, multiple choice, math and writing prompts.",
   "edge-only": "Never asks the cloud: every token is written on this machine.",
   "cloud-only": "Asks the cloud for every token, within the budget: the most accurate and the most expensive.",
   "lead-entropy": "The cloud writes each reply's first token (where an answer often starts), then entropy picks the rest.",

@@ -138,8 +138,9 @@ impl ModelPair {
 }
 
 /// The MLP router trained for the default pair (Qwen2.5-Coder-0.5B edge, Qwen2.5-Coder-1.5B
-/// cloud) on CommonsenseQA train; how it was made: `models/routers/README.md`. Embedded from
-/// the crate; `models/routers/` at the repository root links to the same file.
+/// cloud) on chat, multiple-choice, math and open prompts; how it was made:
+/// `models/routers/README.md`. Embedded from the crate; `models/routers/` at the repository
+/// root links to the same file.
 const SHIPPED_MLP: &[u8] =
     include_bytes!("../../models/routers/qwen2.5-coder-0.5b--qwen2.5-coder-1.5b.safetensors");
 
