@@ -216,6 +216,7 @@ export type RouterKind =
   | "cloud-only"
   | "entropy"
   | "margin"
+  | "blend"
   | "lead-entropy"
   | "mlp"
   | "first-token"
@@ -226,6 +227,7 @@ export const ROUTER_KINDS: readonly RouterKind[] = [
   "cloud-only",
   "entropy",
   "margin",
+  "blend",
   "lead-entropy",
   "mlp",
   "first-token",

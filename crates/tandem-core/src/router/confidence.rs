@@ -69,6 +69,26 @@ impl Router for MarginRouter {
     }
 }
 
+/// Margin and entropy together, as a noisy OR of their scores:
+/// `1 - (1 - margin score)(1 - entropy score) = 1 - (p1 - p2)·e^(-H)`. High where the two
+/// best tokens are nearly tied (a choice between answers, where margin finds the letter) *or*
+/// where the distribution trails off over many tokens behind a clear favourite (a city named
+/// with a long tail of other cities, which margin scores low and entropy finds). It is never
+/// below margin's score, so a position margin would route against the same bar (a reply's
+/// first token, which every router meets at the same bar) it routes too.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BlendRouter;
+
+impl Router for BlendRouter {
+    fn name(&self) -> &str {
+        "blend"
+    }
+
+    fn score(&self, f: &Features<'_>) -> f32 {
+        (1.0 - f.signals.margin.clamp(0.0, 1.0) * (-f.signals.entropy).exp()).clamp(0.0, 1.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,11 +110,34 @@ mod tests {
     fn uncertain_positions_score_higher() {
         let sure = features(0.99, 0.98, 0.05);
         let unsure = features(0.4, 0.05, 2.0);
-        for router in [&EntropyRouter as &dyn Router, &MarginRouter] {
+        for router in [&EntropyRouter as &dyn Router, &MarginRouter, &BlendRouter] {
             let (a, b) = (router.score(&sure), router.score(&unsure));
             assert!(a < b, "{a} !< {b}");
             assert!((0.0..=1.0).contains(&a) && (0.0..=1.0).contains(&b));
         }
+    }
+
+    #[test]
+    fn blend_is_high_where_either_margin_or_entropy_is() {
+        // A near tie between two letters: margin's case.
+        let tie = features(0.45, 0.03, 1.2);
+        // A clear favourite over a long tail of alternatives: entropy's case.
+        let tail = features(0.75, 0.7, 1.6);
+        let sure = features(0.99, 0.98, 0.05);
+        for f in [tie, tail, sure] {
+            let blend = BlendRouter.score(&f);
+            assert!(blend >= MarginRouter.score(&f) - 1e-6);
+            assert!(blend >= EntropyRouter.score(&f) - 1e-6);
+        }
+        assert!(BlendRouter.score(&tie) > 0.95 && BlendRouter.score(&tail) > 0.8);
+        assert!(
+            MarginRouter.score(&tail) < 0.35,
+            "margin misses the long tail"
+        );
+        assert!(
+            BlendRouter.score(&sure) < 0.1,
+            "a sure token is not worth a request"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod file;
 mod mlp;
 
 pub use baseline::{FirstTokenRouter, RandomRouter};
-pub use confidence::{EntropyRouter, FixedRouter, LeadEntropyRouter, MarginRouter};
+pub use confidence::{BlendRouter, EntropyRouter, FixedRouter, LeadEntropyRouter, MarginRouter};
 pub use file::ModelPair;
 pub use mlp::{MlpError, MlpRouter};
 
@@ -60,6 +60,8 @@ pub enum RouterKind {
     Entropy,
     /// Route positions where the two best tokens are close.
     Margin,
+    /// Margin or entropy, whichever is higher (a noisy OR of the two).
+    Blend,
     /// The reply's first token, then entropy.
     LeadEntropy,
     /// A trained MLP on the hidden state and the signals.
@@ -72,11 +74,12 @@ pub enum RouterKind {
 
 impl RouterKind {
     /// Every kind, in the order the CLI lists them.
-    pub const ALL: [RouterKind; 8] = [
+    pub const ALL: [RouterKind; 9] = [
         RouterKind::EdgeOnly,
         RouterKind::CloudOnly,
         RouterKind::Entropy,
         RouterKind::Margin,
+        RouterKind::Blend,
         RouterKind::LeadEntropy,
         RouterKind::Mlp,
         RouterKind::FirstToken,
@@ -90,6 +93,7 @@ impl RouterKind {
             RouterKind::CloudOnly => "cloud-only",
             RouterKind::Entropy => "entropy",
             RouterKind::Margin => "margin",
+            RouterKind::Blend => "blend",
             RouterKind::LeadEntropy => "lead-entropy",
             RouterKind::Mlp => "mlp",
             RouterKind::FirstToken => "first-token",
@@ -163,6 +167,7 @@ pub fn build(
         RouterKind::CloudOnly => (Box::new(FixedRouter(1.0)), None),
         RouterKind::Entropy => (Box::new(EntropyRouter), None),
         RouterKind::Margin => (Box::new(MarginRouter), None),
+        RouterKind::Blend => (Box::new(BlendRouter), None),
         RouterKind::LeadEntropy => (Box::new(LeadEntropyRouter), None),
         RouterKind::FirstToken => (Box::new(FirstTokenRouter), None),
         RouterKind::Random => (Box::new(RandomRouter::default()), None),
