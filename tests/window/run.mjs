@@ -156,7 +156,9 @@ try {
   const exported = join(home, "exports", "the sea.md");
   mkdirSync(dirname(exported), { recursive: true });
   await driver.findElement(By.xpath("//button[normalize-space()='Export .md']")).click();
-  const dialogWindow = execFileSync("xdotool", ["search", "--sync", "--name", "Export the conversation"], { timeout: 30_000 })
+  // Only a mapped window can take the focus: a search that also matches the dialog before it
+  // is shown hands windowfocus a window X refuses (BadMatch), as one warm run on 12-03 did.
+  const dialogWindow = execFileSync("xdotool", ["search", "--sync", "--onlyvisible", "--name", "Export the conversation"], { timeout: 30_000 })
     .toString()
     .trim()
     .split("\n")[0];
