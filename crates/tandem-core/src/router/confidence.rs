@@ -85,7 +85,8 @@ impl Router for BlendRouter {
     }
 
     fn score(&self, f: &Features<'_>) -> f32 {
-        (1.0 - f.signals.margin.clamp(0.0, 1.0) * (-f.signals.entropy).exp()).clamp(0.0, 1.0)
+        let (margin, entropy) = (MarginRouter.score(f), EntropyRouter.score(f));
+        1.0 - (1.0 - margin) * (1.0 - entropy)
     }
 }
 
