@@ -36,7 +36,7 @@ fn events() -> Vec<Event> {
         Event::Started {
             edge_model: "qwen2.5-coder-0.5b".into(),
             cloud: Some("http://127.0.0.1:8081/v1".into()),
-            router: "margin".into(),
+            router: "blend".into(),
             prompt_tokens: 24,
         },
         Event::CloudRequest {

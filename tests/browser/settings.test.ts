@@ -128,9 +128,11 @@ describe("settings", () => {
     const { page } = await openApp(browser);
     const dialog = await openSettings(page);
     // Each router says in one line what it does; the default one first.
-    expect(await dialog.locator("#router-kind").inputValue()).toBe("margin");
+    expect(await dialog.locator("#router-kind").inputValue()).toBe("blend");
     expect(await dialog.locator("#router-hint").textContent()).toContain("The default");
     expect(await dialog.locator("#router-hint").textContent()).toContain("two best next tokens are nearly tied");
+    await dialog.locator("#router-kind").selectOption("margin");
+    expect(await dialog.locator("#router-hint").textContent()).not.toContain("The default");
     await dialog.locator("#router-kind").selectOption("entropy");
     expect(await dialog.locator("#router-hint").textContent()).toContain("most spread out");
     await dialog.locator("#threads").fill("4");
@@ -220,7 +222,7 @@ describe("settings", () => {
     expect(await toast.locator(".toast-kind").textContent()).toBe("storage");
     expect(await toast.textContent()).toContain("router evaluation: permission denied reading eval/latest.svg");
     expect(await dialog.locator("#evaluation").textContent()).toBe("");
-    expect(await dialog.locator("#router-kind").inputValue()).toBe("margin");
+    expect(await dialog.locator("#router-kind").inputValue()).toBe("blend");
     await page.context().close();
   });
 

@@ -40,7 +40,7 @@ pub struct Overrides {
     /// Maximum cloud tokens per reply.
     #[arg(long)]
     pub budget_tokens: Option<u32>,
-    /// Router: margin (the default), entropy, blend, lead-entropy, mlp, edge-only, cloud-only, or the baselines first-token and random.
+    /// Router: blend (the default), margin, entropy, lead-entropy, mlp, edge-only, cloud-only, or the baselines first-token and random.
     #[arg(long)]
     pub router: Option<RouterKind>,
     /// Weights file of the MLP router.

@@ -682,7 +682,7 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
     assert_eq!(cloud_only["score"].as_f64(), Some(0.3), "{cloud_only}");
     assert_eq!(
         find("default", 0.2)["resolved"],
-        "margin",
+        "blend",
         "the app's default router, recorded under its alias"
     );
     for router in ["default", "entropy", "first-token", "random"] {

@@ -36,11 +36,11 @@ const TEST_LABELS: Partial<Record<ErrorKind, string>> = {
 /** Each router in one line: what it looks at to pick the tokens the cloud writes. */
 export const ROUTER_HINTS: Record<RouterKind, string> = {
   entropy: "Asks the cloud where the local model's next-token distribution is most spread out.",
-  margin: "The default: asks the cloud where the local model's two best next tokens are nearly tied (a choice between answers).",
+  margin: "Asks the cloud where the local model's two best next tokens are nearly tied (a choice between answers).",
   mlp: "A small network that reads the local model's hidden state, trained for the default models on chat, multiple choice, math and writing prompts.",
   "edge-only": "Never asks the cloud: every token is written on this machine.",
   "cloud-only": "Asks the cloud for every token, within the budget: the most accurate and the most expensive.",
-  blend: "Asks the cloud where margin or entropy would: two best next tokens nearly tied, or a favourite over a long tail of alternatives (stronger on writing and math, weaker on short facts).",
+  blend: "The default: asks the cloud where the local model's two best next tokens are nearly tied, or where a favourite trails a long tail of alternatives (margin or entropy, whichever is higher).",
   "lead-entropy": "The cloud writes each reply's first token (where an answer often starts), then entropy picks the rest.",
   "first-token": "A baseline: the cloud writes only each reply's first token.",
   random: "A baseline: random tokens, at the share you set.",
