@@ -60,7 +60,7 @@ pub enum RouterKind {
     Entropy,
     /// Route positions where the two best tokens are close.
     Margin,
-    /// Margin or entropy, whichever is higher (a noisy OR of the two).
+    /// Margin and entropy as a noisy OR: high where either is, never below either.
     Blend,
     /// The reply's first token, then entropy.
     LeadEntropy,
