@@ -8,7 +8,7 @@
 //! of runs rotates per question so that no run pays every prompt's first decode.
 //!
 //! The budget works as in the app by default: a controller per reply, so a 5% budget means at
-//! most 5% of each reply (plus the one token a reply may borrow). [`BudgetScope::Run`] keeps
+//! most 5% of each reply (plus the two tokens a reply may borrow). [`BudgetScope::Run`] keeps
 //! one controller across a run's replies instead, which no user has: one question's edge
 //! tokens then pay for the next question's cloud tokens.
 

@@ -230,7 +230,7 @@ fn budget_off_never_calls_the_cloud() {
 }
 
 #[test]
-fn routed_share_stays_within_the_budget_plus_one_token() {
+fn routed_share_stays_within_the_budget_plus_the_two_borrowed_tokens() {
     let mut cloud = ScriptedCloud::new(1000);
     // Uncertain everywhere, so the budget alone limits the cloud.
     let events = run(
@@ -241,8 +241,8 @@ fn routed_share_stays_within_the_budget_plus_one_token() {
     );
     let (_, usage) = finished(&events);
     assert_eq!(usage.edge_tokens + usage.cloud_tokens, 100);
-    // Spans shrink to the room left: over by at most the one borrowed token.
-    assert!(usage.cloud_tokens <= 15 + 1, "{usage:?}");
+    // Spans shrink to the room left: over by at most the two borrowed tokens.
+    assert!(usage.cloud_tokens <= 15 + 2, "{usage:?}");
     assert_eq!(usage.target_share, Some(0.15));
     assert!(
         usage.cloud_tokens >= 5 && usage.edge_tokens > 0,

@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_span_that_reaches_the_critical_position_routes_it_only_where_the_router_wants_it() {
-        // Position 0 is routed (the token a reply borrows); its span of 4 runs over position
+        // Position 0 is routed (with a token the reply borrows); its span runs over position
         // 1 (agreeing, not wanted) into the critical position 2.
         let wanted = [0.95, 0.0, 0.95, 0.0, 0.0, 0.0];
         let records = reply(0, &wanted, Some(2));
