@@ -243,7 +243,8 @@ pub struct ReplyRecord {
     pub signals: Vec<[f32; 4]>,
 }
 
-/// Passes a router's scores through and keeps the signals of every position it scores.
+/// Passes a router's scores through and keeps the signals of every position it scores, the
+/// last time it scores it.
 struct Recorder<'a> {
     inner: &'a dyn Router,
     seen: std::sync::Mutex<Vec<[f32; 4]>>,
@@ -269,10 +270,14 @@ impl Router for Recorder<'_> {
             round(s.margin),
             round(s.entropy),
         ];
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(row);
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        // A span's token the reply did not keep is scored again once the edge writes that
+        // position: one row per position of the reply as it stands.
+        while seen.last().is_some_and(|r| r[0] >= row[0]) {
+            seen.pop();
+        }
+        seen.push(row);
+        drop(seen);
         self.inner.score(f)
     }
 
