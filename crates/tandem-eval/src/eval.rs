@@ -237,8 +237,9 @@ pub struct ReplyRecord {
     pub scores: Vec<f32>,
     /// What the router saw at each position it scored: `[position in the reply, top-1
     /// probability, top-1 − top-2 margin, entropy in nats]`, so that other scores of the same
-    /// positions can be ranked offline (a span's later tokens are not scored; the position
-    /// where the edge ended its turn is).
+    /// positions can be ranked offline: one row per position of the reply as it stands (a
+    /// span's token the reply did not keep gives way to the edge's, scored there again), and
+    /// the position where the edge ended its turn.
     #[serde(default)]
     pub signals: Vec<[f32; 4]>,
 }
