@@ -830,10 +830,31 @@ fn eval_scores_open_prompts_by_the_judges_log_probability() {
         "edge {edge}, routed {routed}"
     );
     assert!(stdout.contains("log-prob"), "{stdout}");
-    let replies = std::fs::read_to_string(out.join("replies.jsonl")).unwrap();
-    for line in replies.lines() {
-        let reply: serde_json::Value = serde_json::from_str(line).unwrap();
+    let replies: Vec<serde_json::Value> = std::fs::read_to_string(out.join("replies.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    for reply in &replies {
         assert!(reply["answer"].is_null() && reply["outcome"].as_f64().unwrap() < 0.0);
+    }
+    // Every routed reply that took a cloud token reads differently from the edge's own reply
+    // to the same prompt, and the judge scores it differently: the score follows the text.
+    let of = |router: &str, id: &serde_json::Value| {
+        replies
+            .iter()
+            .find(|r| r["router"] == router && r["question"] == *id)
+            .unwrap_or_else(|| panic!("no {router} reply to {id}"))
+    };
+    let routed: Vec<_> = replies
+        .iter()
+        .filter(|r| r["router"] == "entropy" && r["cloud_tokens"].as_u64().unwrap() > 0)
+        .collect();
+    assert!(!routed.is_empty(), "no routed reply took a cloud token");
+    for reply in routed {
+        let own = of("edge-only", &reply["question"]);
+        assert_ne!(reply["reply"], own["reply"], "{reply}");
+        assert_ne!(reply["outcome"], own["outcome"], "{reply}");
     }
     let svg = std::fs::read_to_string(out.join("chart.svg")).unwrap();
     assert!(svg.contains("judge log-prob/token"));
