@@ -233,15 +233,26 @@ impl ReplyBudget {
         score >= self.threshold
     }
 
-    /// Whose a span's later token is, given its score and whether the edge writes the same
-    /// token: the cloud's where the router wants the cloud there; the edge's where it does
-    /// not but the edge agrees (it changes nothing the user reads, so it spends nothing);
-    /// elsewhere the span ends (`None`) and the edge goes on from there.
-    pub fn span_token_source(&self, score: f32, edge_agrees: bool) -> Option<TokenSource> {
+    /// Whose a span's later token is, given its score, whether the edge writes the same token
+    /// and whether the token goes on with the word before it: the cloud's where the router
+    /// wants the cloud there; the edge's where it does not but the edge agrees (it changes
+    /// nothing the user reads, so it spends nothing); the cloud's where the edge disagrees
+    /// in the middle of a word the cloud began (left to the edge, " H" became " H." instead
+    /// of " Hg", " " then "0" instead of "32", " Mend" went on as "elevsky"); elsewhere the
+    /// span ends (`None`) and the edge goes on from there. Every kept token is within the
+    /// span the budget allowed, so finishing a word never passes the reply's share.
+    pub fn span_token_source(
+        &self,
+        score: f32,
+        edge_agrees: bool,
+        continues_word: bool,
+    ) -> Option<TokenSource> {
         if self.wants_cloud(score) {
             Some(TokenSource::Cloud)
         } else if edge_agrees {
             Some(TokenSource::Edge)
+        } else if continues_word {
+            Some(TokenSource::Cloud)
         } else {
             None
         }
@@ -523,6 +534,20 @@ mod tests {
         assert_eq!(
             spent_reply.decide(&budget, 1.0, 100, 4),
             RouteDecision::SpendCapped
+        );
+    }
+
+    #[test]
+    fn a_span_keeps_what_the_router_wants_what_the_edge_agrees_with_and_the_clouds_word() {
+        let reply = ReplyBudget::new(0.5, 0.0);
+        let source = |score, agrees, continues| reply.span_token_source(score, agrees, continues);
+        assert_eq!(source(0.9, false, false), Some(TokenSource::Cloud));
+        assert_eq!(source(0.1, true, true), Some(TokenSource::Edge), "free");
+        assert_eq!(source(0.1, false, true), Some(TokenSource::Cloud));
+        assert_eq!(
+            source(0.1, false, false),
+            None,
+            "a new word the edge disagrees with"
         );
     }
 

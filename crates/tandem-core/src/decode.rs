@@ -3,8 +3,8 @@
 //!
 //! Cloud tokens are fed back into the edge's KV cache in one batch, so the edge continues
 //! from exactly the text the user sees. A span of several cloud tokens is kept only while
-//! the edge would have routed those positions too or already agrees with the cloud; the
-//! rest is rolled back. A kept token the router did not want and the edge would have written
+//! the edge would have routed those positions too, already agrees with the cloud, or would
+//! otherwise finish a word the cloud began in its own way; the rest is rolled back. A kept token the router did not want and the edge would have written
 //! itself is the edge's token: it changes nothing the user reads, so it is shown as local and
 //! does not spend the budget, which stays for the positions the router does want (in chat,
 //! most span tokens past the first are such agreements). A cloud failure never ends a reply:
@@ -381,10 +381,11 @@ impl Reply<'_, '_> {
             let before = &steps[i - 1];
             let position = (start + i - self.reply_start) as u32;
             let position_score = self.router.score(&before.features(position));
-            let Some(source) = self
-                .controller
-                .span_token_source(position_score, before.token == token)
-            else {
+            let Some(source) = self.controller.span_token_source(
+                position_score,
+                before.token == token,
+                continues_word(&self.edge.piece_text(token)),
+            ) else {
                 break;
             };
             let wanted = source == TokenSource::Cloud;
@@ -454,6 +455,13 @@ impl Reply<'_, '_> {
             request_ms: token.request_ms,
         })
     }
+}
+
+/// Whether a token's text goes on with the word before it: it starts with a letter or a
+/// digit, not a space or punctuation (tokenizers mark a word's start with its space, and
+/// split numbers digit by digit, so a number is one word).
+fn continues_word(piece: &str) -> bool {
+    piece.chars().next().is_some_and(char::is_alphanumeric)
 }
 
 /// What one cloud request means for the reply.

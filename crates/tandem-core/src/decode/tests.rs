@@ -7,7 +7,10 @@ use crate::router::EntropyRouter;
 use crate::signals::Signals;
 
 /// Token 0 ends the turn; the edge predicts `last + 1`; its entropy at position `p` is
-/// `entropy(p)`.
+/// `entropy(p)`. A token reads " w<id>" (a word of its own), except from [`WORD_PIECES`] on,
+/// where it reads as bare digits that go on with the word before it.
+const WORD_PIECES: TokenId = 100_000;
+
 struct ScriptedEdge {
     cached: Vec<TokenId>,
     entropy: fn(usize) -> f32,
@@ -34,7 +37,10 @@ impl EdgeModel for ScriptedEdge {
             .collect()
     }
     fn piece(&self, token: TokenId) -> Vec<u8> {
-        format!("w{token} ").into_bytes()
+        match token {
+            WORD_PIECES.. => token.to_string().into_bytes(),
+            _ => format!(" w{token}").into_bytes(),
+        }
     }
     fn is_end_of_turn(&self, token: TokenId) -> bool {
         token == 0
@@ -278,11 +284,11 @@ fn cloud_tokens_carry_the_replaced_edge_token_and_latency() {
             assert_eq!(*id, 1007, "cloud continues from the last prompt token 7");
             assert_eq!(
                 edge_candidate.as_deref(),
-                Some("w8 "),
+                Some(" w8"),
                 "the edge would have said 8"
             );
             assert!(request_ms.is_some());
-            assert_eq!(text, "w1007 ");
+            assert_eq!(text, " w1007");
         }
         _ => unreachable!(),
     }
@@ -393,6 +399,64 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     assert_eq!(
         reply.usage.cloud_completion_tokens, 4,
         "rejected tokens were still billed"
+    );
+}
+
+#[test]
+fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_another_way() {
+    // A confident edge (entropy 0, so the router wants none of the span's later positions)
+    // disagrees with all of it. The cloud's second token goes on with the word its first
+    // began (" H" then "g"), so it is kept as the cloud's; its third starts a new word, so
+    // the span ends there and the edge goes on after "g".
+    struct Hg;
+    impl Cloud for Hg {
+        fn endpoint(&self) -> &str {
+            "hg"
+        }
+        fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
+            Ok(true)
+        }
+        fn complete(&mut self, _: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+            Ok(CloudReply {
+                ids: Some(vec![50, WORD_PIECES + 60, 70]),
+                ..CloudReply::default()
+            })
+        }
+    }
+    let (mut edge, mut cloud) = (ScriptedEdge::new(|_| 0.0), Hg);
+    let live = LiveBudget::new(CloudBudget::share(1.0));
+    let mut controller = ReplyBudget::new(0.5, 0.0);
+    let mut reply = reply_over(
+        &mut edge,
+        &mut cloud,
+        &EntropyRouter,
+        &live,
+        &mut controller,
+    );
+    let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
+    let mut sink = |_: Event| true;
+    let CloudOutcome::Continued { tokens: kept, next } =
+        reply.ask_cloud(&step, 1.0, 3, &mut sink).unwrap()
+    else {
+        panic!("the cloud's span was kept")
+    };
+    assert_eq!(
+        kept.iter().map(|t| (t.id, t.source)).collect::<Vec<_>>(),
+        vec![
+            (50, TokenSource::Cloud),
+            (WORD_PIECES + 60, TokenSource::Cloud)
+        ]
+    );
+    assert_eq!(
+        kept[1].edge_candidate,
+        Some(51),
+        "the user sees what the edge would have written"
+    );
+    assert_eq!(reply.edge.tokens(), &[1, 2, 3, 50, WORD_PIECES + 60]);
+    assert_eq!(next.token, WORD_PIECES + 61);
+    assert_eq!(
+        reply.usage.cloud_tokens, 2,
+        "both are spent from the budget"
     );
 }
 

@@ -68,7 +68,9 @@ fn hits(replies: &[Vec<&Record>], router: &dyn Router, share: f32) -> f32 {
 
 /// Replays the controller along `reply` (positions in order) up to its first critical
 /// position, as the decoder drives it: one decision per position the edge writes, and a
-/// request's span kept while [`ReplyBudget::span_token_source`] says so.
+/// request's span kept while [`ReplyBudget::span_token_source`] says so. A record holds token
+/// ids, not their text, so a span is not kept for finishing a word here: the replay can only
+/// under-count what the decoder routes.
 fn routes_first_critical(reply: &[&Record], router: &dyn Router, share: f32, span: u32) -> bool {
     let Some(first) = reply.iter().position(|r| r.label) else {
         return false;
@@ -92,7 +94,7 @@ fn routes_first_critical(reply: &[&Record], router: &dyn Router, share: f32, spa
         let mut end = at + 1;
         while end < reply.len() && end - at < max_tokens as usize {
             let r = reply[end];
-            match controller.span_token_source(score(r), r.edge_token == r.cloud_token) {
+            match controller.span_token_source(score(r), r.edge_token == r.cloud_token, false) {
                 Some(TokenSource::Cloud) if end == first => return true,
                 Some(TokenSource::Cloud) => cloud += 1,
                 Some(TokenSource::Edge) => edge += 1,
