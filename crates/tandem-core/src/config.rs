@@ -129,8 +129,8 @@ impl Default for RouterSettings {
             // Blend (margin or entropy): per reply, on CommonsenseQA dev rows 60–159 at 5% it
             // recovers all of the edge→cloud gap in both formats where margin recovers 82%
             // (letter first, behind the first-token baseline) and 85% (answer last), and it is
-            // ahead of margin on GSM8K and open prompts; in chat it is 0.7 points behind margin
-            // over 288 prompts (an interval across 0). Entropy alone spends a 5% budget on the ways to word a reason.
+            // ahead of margin on GSM8K and open prompts; in chat it is 2.8 points behind margin
+            // over 288 prompts since spans finish the cloud's word (an interval below 0). Entropy alone spends a 5% budget on the ways to word a reason.
             // The shipped MLP is behind margin in chat. Figures: README.
             kind: RouterKind::Blend,
             path: None,
