@@ -60,7 +60,7 @@ pub enum RouterKind {
     Entropy,
     /// Route positions where the two best tokens are close.
     Margin,
-    /// Margin and entropy as a noisy OR: high where either is, never below either.
+    /// Margin and a softened entropy as a noisy OR: high at a near tie or a long tail.
     Blend,
     /// The reply's first token, then entropy.
     LeadEntropy,
