@@ -17,13 +17,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tandem_core::budget::{CloudBudget, LiveBudget};
 use tandem_core::cloud::{Cloud, CloudClient, CloudConfig};
-use tandem_core::config::RouterSettings;
 use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::{EdgeModel, Outputs};
 use tandem_core::event::{Event, Usage};
 use tandem_core::local::{EdgeWeights, LocalOptions};
 use tandem_core::message::Message;
-use tandem_core::router::{self, MlpRouter, ModelPair, Router};
+use tandem_core::router::{self, MlpRouter, ModelPair, Router, RouterKind};
 use tandem_core::sampling::{Sampler, SamplingParams};
 
 /// Flags.
@@ -90,7 +89,7 @@ fn main() -> Result<()> {
     eprintln!("2/4 routed loop with the cloud off vs plain local loop");
     let mlp = MlpRouter::load(&args.mlp, None)?;
     // The router a new user runs; the MLP row below covers a router that reads hidden states.
-    let default_kind = RouterSettings::default().kind;
+    let default_kind = RouterKind::DEFAULT;
     let unchecked = ModelPair {
         edge_sha256: String::new(),
         cloud: String::new(),

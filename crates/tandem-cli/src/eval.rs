@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<()> {
     let rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
     anyhow::ensure!(!rows.is_empty(), "no questions in {}", args.data);
     let metric = Metric::of(&rows).map_err(anyhow::Error::msg)?;
-    let default_kind = Config::default().router.kind;
+    let default_kind = RouterKind::DEFAULT;
     let kinds: Vec<RouterKind> = args.router.iter().map(|c| c.kind(default_kind)).collect();
     let wants_mlp = kinds.contains(&RouterKind::Mlp);
     let (started, mut cloud) = args.pair.open(wants_mlp)?;

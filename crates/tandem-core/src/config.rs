@@ -126,14 +126,7 @@ impl CloudSettings {
 impl Default for RouterSettings {
     fn default() -> Self {
         Self {
-            // Blend (margin and a softened entropy): per reply, on CommonsenseQA dev rows
-            // 60–159 at 5% it recovers all of the edge→cloud gap with the letter first (where
-            // margin is behind the first-token baseline) and nearly all with the answer last
-            // (95%, margin 77%); in chat it recovers 89% of the gap at 14.0% for 15% over 288
-            // prompts, 1.4 points behind margin and 0.7 ahead of entropy (intervals across 0).
-            // The shipped MLP ties it in chat and on choices, two of 40 behind on GSM8K.
-            // Figures: README.
-            kind: RouterKind::Blend,
+            kind: RouterKind::DEFAULT,
             path: None,
         }
     }
