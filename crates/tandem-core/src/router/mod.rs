@@ -90,10 +90,10 @@ impl RouterKind {
     /// when a picked MLP router cannot be used. Blend (margin and a softened entropy): per
     /// reply, on CommonsenseQA dev rows 60–159 at 5% it recovers all of the edge→cloud gap
     /// with the letter first (where margin is behind the first-token baseline) and nearly all
-    /// with the answer last (95%, margin 77%); in chat it recovers 89% of the gap at 14.0%
-    /// for 15% over 288 prompts, 1.4 points behind margin and 0.7 ahead of entropy
-    /// (intervals across 0). The shipped MLP ties it in chat and on choices, two of 40
-    /// behind on GSM8K. Figures: README.
+    /// with the answer last (97%, margin 77%); in chat it recovers 86% of the gap at 14.2%
+    /// for 15% over 288 prompts (2.1 points behind margin, interval above 0), and 50% of the
+    /// GSM8K gap over rows 20–99 at 15%. The shipped MLP tied it in chat and on choices and
+    /// was behind on GSM8K. Figures: README.
     pub const DEFAULT: RouterKind = RouterKind::Blend;
 
     /// The name users type.
