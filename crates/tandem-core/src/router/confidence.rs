@@ -92,7 +92,7 @@ pub struct BlendRouter;
 /// `chat:train` 0–239 and GSM8K test rows 20–99: at 1 (full strength) 84% of the chat gap and
 /// 62.5% of the math gap, at 3 89% and 37.5%, at 2 86% and 50% (chat within a prompt or two of
 /// 3, math 4 problems of 80 ahead of it with the paired interval above 0); CommonsenseQA dev
-/// rows 60–159 the same at all three (README, "Entropy at half strength").
+/// rows 60–159 within one question at all three (README, "Entropy at half strength").
 const BLEND_ENTROPY_NATS: f32 = 2.0;
 
 impl Router for BlendRouter {

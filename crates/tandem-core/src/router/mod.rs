@@ -163,6 +163,10 @@ pub fn shipped(pair: &ModelPair) -> Result<MlpRouter, MlpError> {
     MlpRouter::from_bytes(SHIPPED_MLP, Path::new("(shipped router)"), Some(pair))
 }
 
+// An unusable MLP router falls back to `build(RouterKind::DEFAULT, ..)`: were the default the
+// MLP, that fallback would call itself forever.
+const _: () = assert!(!matches!(RouterKind::DEFAULT, RouterKind::Mlp));
+
 /// Builds the router a user picked. The MLP router without a file of its own is the one
 /// shipped for the default edge model. An MLP router trained on another edge model (or a
 /// broken file) is not used: the default router takes over and the returned message says
