@@ -48,11 +48,22 @@ results="$(mktemp)"
 trap 'rm -f "$results"' EXIT
 # A private D-Bus session with an unlocked Secret Service, so keyring tests use a real
 # keyring without touching the user's.
-# Its login keyring lives in the cache, created with a throwaway password on first use.
+# Its login keyring lives in the cache, created with a throwaway password on first use. The
+# daemon is restarted if it dies (it once did, with SIGTRAP, mid-run on 2026-12-04): one
+# crash must not turn every later keyring test red.
 export TANDEM_TEST_KEYRING_HOME="$TANDEM_CACHE/test-keyring"
 dbus-run-session -- bash -c '
-  printf "tandem-test" | XDG_DATA_HOME="$TANDEM_TEST_KEYRING_HOME" \
-    gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
+  supervise() {
+    trap "kill \$daemon 2>/dev/null; exit 0" TERM
+    while :; do
+      printf "tandem-test" | XDG_DATA_HOME="$TANDEM_TEST_KEYRING_HOME" \
+        gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
+      daemon=$!
+      wait $daemon
+      sleep 0.5
+    done
+  }
+  supervise &
   keyring=$!
   sleep 1
   TANDEM_TEST_KEYRING=1 cargo test --workspace -- --test-threads=2
