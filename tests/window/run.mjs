@@ -119,12 +119,19 @@ try {
   const cloudTokens = await driver.findElements(By.css(".cloud-token"));
   check(cloudTokens.length > 0, `${cloudTokens.length} cloud tokens are highlighted`);
 
-  // The screen as the user sees it.
-  await sleep(300);
-  execFileSync("import", ["-window", "root", screenshot]);
+  // The screen as the user sees it. The DOM holds the reply before WebKit has painted it: on
+  // a busy machine (seen 2026-12-05, both cores loaded) the window was still its bare
+  // background 300 ms later, so the screen is read again until the paint lands (up to 20 s).
+  const screenColours = () => {
+    execFileSync("import", ["-window", "root", screenshot]);
+    return Number(execFileSync("identify", ["-format", "%k", screenshot]).toString());
+  };
+  let colours = screenColours();
+  for (const since = Date.now(); colours <= 50 && Date.now() - since < 20_000; colours = screenColours()) {
+    await sleep(500);
+  }
   const stddev = Number(execFileSync("convert", [screenshot, "-colorspace", "gray", "-format", "%[fx:standard_deviation]", "info:"]).toString());
   check(stddev > 0.05, `the screenshot is not blank (grey standard deviation ${stddev.toFixed(3)})`);
-  const colours = Number(execFileSync("identify", ["-format", "%k", screenshot]).toString());
   check(colours > 50, `the screenshot has ${colours} colours`);
 
   // The highlight is visible: the cloud token's pixels differ from the reply's background.
