@@ -76,7 +76,10 @@ impl EngineLoader {
         };
         let host = Arc::clone(self);
         std::thread::spawn(move || {
-            let slot = match load(config, &paths) {
+            // A panic while loading must still settle the slot, or the window would wait on
+            // "loading" for ever.
+            let loaded = std::panic::catch_unwind(|| load(config, &paths));
+            let slot = match loaded.unwrap_or_else(|panic| Err(load_panicked(panic.as_ref()))) {
                 Ok(loaded) => EngineSlot::Ready(Arc::new(loaded)),
                 Err(e) => EngineSlot::Failed(e),
             };
@@ -98,6 +101,21 @@ impl EngineLoader {
     }
 }
 
+/// What the user is told when loading panicked, with the panic's message where it has one.
+fn load_panicked(panic: &(dyn std::any::Any + Send)) -> AppError {
+    let why = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no details".to_owned());
+    AppError::new(
+        ErrorKind::EngineUnavailable,
+        format!(
+            "the engine stopped while loading ({why}); check the models in Settings and try again"
+        ),
+    )
+}
+
 fn load(config: Config, paths: &Paths) -> Result<Loaded, AppError> {
     let started = startup::start(config, paths, |config, paths| {
         EngineThread::spawn(config.clone(), paths.clone())
@@ -109,4 +127,25 @@ fn load(config: Config, paths: &Paths) -> Result<Loaded, AppError> {
         cloud,
         notices,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_while_loading_becomes_a_failed_engine_that_says_why() {
+        let panic = std::panic::catch_unwind(|| panic!("ggml: out of memory")).unwrap_err();
+        let error = load_panicked(panic.as_ref());
+        assert_eq!(error.kind, ErrorKind::EngineUnavailable);
+        assert!(
+            error.message.contains("ggml: out of memory"),
+            "{}",
+            error.message
+        );
+        let formatted = std::panic::catch_unwind(|| panic!("{} threads", 2)).unwrap_err();
+        assert!(load_panicked(formatted.as_ref())
+            .message
+            .contains("2 threads"));
+    }
 }

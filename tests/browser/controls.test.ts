@@ -96,6 +96,21 @@ describe("engine state", () => {
     await page.context().close();
   });
 
+  it("keeps asking while the edge model loads when one status call fails, then enables the composer", async () => {
+    const { page } = await openApp(browser, { query: "engine=loading" });
+    expect(await page.locator(".composer-input").isDisabled()).toBe(true);
+    await page.evaluate(() =>
+      (window as unknown as { __tandemMock: { failNext(c: string, e: unknown): void } }).__tandemMock.failNext("app_status", {
+        kind: "storage",
+        message: "the status could not be read",
+      }),
+    );
+    await page.locator(".toast-error", { hasText: "the status could not be read" }).waitFor();
+    await expect.poll(() => page.locator(".composer-input").isDisabled(), { timeout: 10_000 }).toBe(false);
+    expect(await page.locator("#engine-banner").isHidden()).toBe(true);
+    await page.context().close();
+  });
+
   it("shows why the engine failed, coded, and keeps the composer disabled", async () => {
     const { page } = await openApp(browser, { query: "engine=failed" });
     const banner = page.locator("#engine-banner");

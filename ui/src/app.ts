@@ -119,7 +119,12 @@ class App {
   private async refreshStatus(): Promise<void> {
     clearTimeout(this.statusTimer);
     const status = await attempt(ipc.appStatus, "status");
-    if (!status) return;
+    if (!status) {
+      // One failed call must not end the polling: until the engine is known to be ready or
+      // failed, the composer waits on the next answer.
+      if (!this.status || this.status.engine === "loading") this.statusTimer = window.setTimeout(() => void this.refreshStatus(), 2000);
+      return;
+    }
     this.status = status;
     this.budget = status.budget;
     this.topbar.showStatus(status);
