@@ -449,7 +449,7 @@ mod tests {
     #[test]
     fn a_short_reply_keeps_a_token_for_its_answer_after_its_first_word_took_one() {
         // "The capital of Ecuador is Lima.": the first word is uncertain (The / A / Quito),
-        // the city is the answer; blend's start bar at 15%.
+        // the city is the answer; a start bar near the top at 15%.
         let scores = [0.95, 0.05, 0.02, 0.03, 0.1, 0.999, 0.05, 0.02];
         let budget = CloudBudget::share(0.15);
         let mut reply = ReplyBudget::new(0.925, 0.0);

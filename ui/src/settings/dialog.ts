@@ -40,7 +40,7 @@ export const ROUTER_HINTS: Record<RouterKind, string> = {
   mlp: "A small network that reads the local model's hidden state, trained for the default models on chat, multiple choice, math and writing prompts.",
   "edge-only": "Never asks the cloud: every token is written on this machine.",
   "cloud-only": "Asks the cloud for every token, within the budget: the most accurate and the most expensive.",
-  blend: "The default: asks the cloud where the local model's two best next tokens are nearly tied, or where a favourite trails a long tail of alternatives (margin, with a weaker share of entropy).",
+  blend: "The default: asks the cloud where the local model's two best next tokens are nearly tied, or where no next token is a clear favourite (margin, with entropy where the favourite is weak).",
   "lead-entropy": "The cloud writes each reply's first token (where an answer often starts), then entropy picks the rest.",
   "first-token": "A baseline: the cloud writes only each reply's first token.",
   random: "A baseline: random tokens, at the share you set.",
