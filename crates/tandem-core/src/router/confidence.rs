@@ -77,12 +77,12 @@ impl Router for MarginRouter {
 /// Margin, with a softened entropy where the edge's favourite is weak. Where the top token
 /// holds under [`BLEND_WEAK_FAVOURITE`] of the mass, the score is the noisy OR of margin's
 /// and a softened entropy's, `1 - (p1 - p2)·e^(-H/2)`: a choice's letter (a favourite near
-/// 0.25, 2 nats over five letters, margin 0.9) then clears the bar a 5% reply starts from,
-/// where margin's own score stays just under it. Elsewhere the score is margin's
+/// 0.25, 2 nats over five letters) then scores 0.97 and clears the bar a 5% reply starts
+/// from, where margin's own score (0.92) stays just under it. Elsewhere the score is margin's
 /// `1 - (p1 - p2)`: over a clear favourite, spread is wording (the opening of a chat reply,
 /// "The capital of…" against "To find…"), and the noisy OR everywhere (the default until
 /// 2026-12-05) spent chat replies' share there and was 2.1 points behind margin over 288
-/// chat prompts. Its bar starts where margin's does.
+/// chat prompts. Its bar starts where margin's does (1 − share).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BlendRouter;
 
