@@ -122,7 +122,7 @@ class App {
     if (!status) {
       // One failed call must not end the polling: until the engine is known to be ready or
       // failed, the composer waits on the next answer.
-      if (!this.status || this.status.engine === "loading") this.statusTimer = window.setTimeout(() => void this.refreshStatus(), 2000);
+      if (!this.status || this.status.engine === "loading") this.askStatusAgainIn(2000);
       return;
     }
     this.status = status;
@@ -152,7 +152,11 @@ class App {
     }
     this.renderEngine();
     // While the engine loads, ask again until it is ready or has failed.
-    if (status.engine === "loading") this.statusTimer = window.setTimeout(() => void this.refreshStatus(), 1000);
+    if (status.engine === "loading") this.askStatusAgainIn(1000);
+  }
+
+  private askStatusAgainIn(ms: number): void {
+    this.statusTimer = window.setTimeout(() => void this.refreshStatus(), ms);
   }
 
   private renderEngine(): void {
