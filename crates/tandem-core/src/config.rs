@@ -52,6 +52,9 @@ pub struct CloudSettings {
     pub span: u32,
     /// Seconds before a request is given up (the reply goes on locally).
     pub timeout_secs: f32,
+    /// Whether the local model drafts its own continuation while a request is in flight, so
+    /// a round trip costs the reply only what the cloud changes (off: it waits).
+    pub overlap: bool,
 }
 
 /// Router choice.
@@ -102,6 +105,7 @@ impl Default for CloudSettings {
             mode: CloudMode::Completions,
             span: 4,
             timeout_secs: 20.0,
+            overlap: true,
         }
     }
 }

@@ -8,17 +8,22 @@
 //! itself is the edge's token: it changes nothing the user reads, so it is shown as local and
 //! does not spend the budget, which stays for the positions the router does want (in chat,
 //! most span tokens past the first are such agreements). A cloud failure never ends a reply:
-//! the edge token is used and the user gets a notice.
+//! the edge token is used and the user gets a notice. While a request is in flight the edge
+//! drafts its own continuation ([`draft`]), so a round trip costs the reply only what the
+//! cloud changes.
 
 use crate::budget::{LiveBudget, ReplyBudget, RouteDecision};
-use crate::cloud::{Cloud, CloudError, CloudRequest, VOCAB_PROBE};
+use crate::cloud::{Arrival, Cloud, CloudError, CloudRequest, InFlight, STOP_POLL, VOCAB_PROBE};
 use crate::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, TokenSource, Usage};
 use crate::message::Message;
 use crate::router::Router;
 use crate::sampling::{Sampler, SamplingParams};
 use crate::utf8_stream::Utf8Stream;
-use std::time::Instant;
+use draft::Draft;
+use std::time::{Duration, Instant};
+
+mod draft;
 
 /// Consecutive cloud failures after which a reply stops asking.
 const MAX_CLOUD_FAILURES: u32 = 2;
@@ -34,6 +39,9 @@ pub struct DecodeOptions {
     pub sampling: SamplingParams,
     /// Already spent today, for the daily cap.
     pub spent_today_usd: f64,
+    /// Whether the edge drafts its own continuation while a cloud request is in flight
+    /// (off: it waits, as the loop did before drafts; the benchmark's baseline).
+    pub overlap: bool,
 }
 
 impl Default for DecodeOptions {
@@ -43,6 +51,7 @@ impl Default for DecodeOptions {
             span: 4,
             sampling: SamplingParams::default(),
             spent_today_usd: 0.0,
+            overlap: true,
         }
     }
 }
@@ -103,6 +112,7 @@ pub fn generate_with(
         cloud_failures: 0,
         told_spend_capped: false,
         as_ids: false,
+        draft: Draft::default(),
     };
     let keep_going = sink.emit(Event::Started {
         edge_model: reply.edge.name().to_owned(),
@@ -111,7 +121,10 @@ pub fn generate_with(
         prompt_tokens: prompt.len() as u32,
     });
     let reason = if keep_going {
-        reply.run(prompt, options, sink)?
+        let reason = reply.run(prompt, options, sink);
+        // What the edge drafted past the end of the reply is not part of it.
+        reply.draft.discard(reply.edge);
+        reason?
     } else {
         FinishReason::Cancelled
     };
@@ -143,6 +156,8 @@ struct Reply<'a, 'b> {
     /// Whether the user was told that the spend cap keeps the cloud out (once per reply).
     told_spend_capped: bool,
     as_ids: bool,
+    /// Tokens the edge decoded ahead while waiting for the cloud, after the reply's own.
+    draft: Draft,
 }
 
 /// One token ready to be shown.
@@ -164,6 +179,11 @@ impl Reply<'_, '_> {
         } else {
             0.0
         }
+    }
+
+    /// How many of the edge's cached tokens are the prompt and the reply (the rest is draft).
+    fn confirmed_len(&self) -> usize {
+        self.edge.tokens().len() - self.draft.len()
     }
 
     fn run(
@@ -188,18 +208,18 @@ impl Reply<'_, '_> {
         let capacity = self.edge.context_size();
         let mut generated = 0u32;
         while generated < options.max_tokens {
-            if self.edge.tokens().len() + options.span as usize + 1 >= capacity {
+            if self.confirmed_len() + options.span as usize + 1 >= capacity {
                 sink.emit(Event::Notice {
                     kind: NoticeKind::ContextFull,
                     message: format!("the conversation filled the {capacity}-token context window"),
                 });
                 return Ok(FinishReason::ContextFull);
             }
-            let position = (self.edge.tokens().len() - self.reply_start) as u32;
+            let position = (self.confirmed_len() - self.reply_start) as u32;
             let score = self.router.score(&step.features(position));
             let remaining = options.max_tokens - generated;
             let decision = if self.cloud.is_some() && self.cloud_failures < MAX_CLOUD_FAILURES {
-                let prompt_len = self.edge.tokens().len() as u32;
+                let prompt_len = self.confirmed_len() as u32;
                 self.controller.decide(
                     &self.budget.get(),
                     score,
@@ -211,7 +231,12 @@ impl Reply<'_, '_> {
             };
             let outcome = match decision {
                 RouteDecision::Cloud { max_tokens } => {
-                    self.ask_cloud(&step, score, max_tokens, sink)?
+                    let wait = Wait {
+                        confirmed: &step,
+                        room: remaining as usize,
+                        draft: options.overlap,
+                    };
+                    self.ask_cloud(wait, score, max_tokens, sink)?
                 }
                 RouteDecision::Edge => CloudOutcome::UseEdge,
                 RouteDecision::SpendCapped => {
@@ -260,30 +285,69 @@ impl Reply<'_, '_> {
     }
 
     fn decode(&mut self, tokens: &[TokenId]) -> Result<Step, EdgeError> {
-        let mut steps = self.edge.extend(tokens, Outputs::Last, &mut self.sampler)?;
-        steps
+        self.decode_each(tokens)?
             .pop()
             .ok_or_else(|| EdgeError::Decode("no output row".into()))
+    }
+
+    /// The edge's step after each of `tokens`, taken from the draft as far as it agrees with
+    /// them and decoded in one batch from there.
+    fn decode_each(&mut self, tokens: &[TokenId]) -> Result<Vec<Step>, EdgeError> {
+        let mut steps = self.draft.take(&mut *self.edge, tokens);
+        if steps.len() < tokens.len() {
+            let rest = &tokens[steps.len()..];
+            steps.extend(self.edge.extend(rest, Outputs::All, &mut self.sampler)?);
+        }
+        Ok(steps)
+    }
+
+    /// Waits for `in_flight`, drafting the edge's continuation meanwhile; `None` when the
+    /// user stopped the reply.
+    fn wait(
+        &mut self,
+        in_flight: &mut dyn InFlight,
+        wait: Wait<'_>,
+        sink: &dyn EventSink,
+    ) -> Result<Option<Arrival>, EdgeError> {
+        let mut drafting = wait.draft;
+        loop {
+            let patience = if drafting { Duration::ZERO } else { STOP_POLL };
+            if let Some(arrival) = in_flight.poll(patience) {
+                return Ok(Some(arrival));
+            }
+            if sink.stop_requested() {
+                return Ok(None);
+            }
+            if drafting {
+                let edge = &mut *self.edge;
+                drafting = self
+                    .draft
+                    .grow(edge, &mut self.sampler, wait.confirmed, wait.room)?;
+            }
+        }
     }
 
     /// Asks the cloud for a span; the outcome says how the reply goes on.
     fn ask_cloud(
         &mut self,
-        step: &Step,
+        wait: Wait<'_>,
         score: f32,
         max_tokens: u32,
         sink: &mut dyn EventSink,
     ) -> Result<CloudOutcome, EdgeError> {
+        let step = wait.confirmed;
+        let confirmed_len = self.confirmed_len();
         let cloud = self.cloud.as_deref_mut().expect("decided with a cloud");
         let edge = &*self.edge;
-        let text = || edge.text_of(edge.tokens());
+        let confirmed = &edge.tokens()[..confirmed_len];
+        let text = || edge.text_of(confirmed);
         let reply_start = self.reply_start;
-        let reply = || edge.text_of(&edge.tokens()[reply_start..]);
-        let prompt_len = edge.tokens().len() as u64;
+        let reply = || edge.text_of(&confirmed[reply_start..]);
+        let prompt_len = confirmed_len as u64;
         let listener = &*sink;
         let stop = || listener.stop_requested();
         let request = CloudRequest {
-            ids: if self.as_ids { edge.tokens() } else { &[] },
+            ids: if self.as_ids { confirmed } else { &[] },
             text: &text,
             messages: self.messages,
             reply: &reply,
@@ -292,10 +356,14 @@ impl Reply<'_, '_> {
         };
         let sent_text = cloud.sent_text(&request);
         let sent = Instant::now();
-        let result = cloud.complete(&request);
-        let request_ms = sent.elapsed().as_millis() as u64;
-        self.timings.cloud_ms += request_ms;
+        let mut in_flight = cloud.send(&request);
         self.usage.cloud_requests += 1;
+        let Some(arrival) = self.wait(in_flight.as_mut(), wait, sink)? else {
+            return Ok(CloudOutcome::Stopped);
+        };
+        let result = arrival.result;
+        let request_ms = arrival.at.saturating_duration_since(sent).as_millis() as u64;
+        self.timings.cloud_ms += request_ms;
         let reply = match result {
             Ok(reply) => reply,
             Err(CloudError::Stopped) => return Ok(CloudOutcome::Stopped),
@@ -367,8 +435,8 @@ impl Reply<'_, '_> {
             return Ok(CloudOutcome::UseEdge);
         }
         self.cloud_failures = 0;
-        let start = self.edge.tokens().len();
-        let steps = self.edge.extend(&tokens, Outputs::All, &mut self.sampler)?;
+        let start = self.confirmed_len();
+        let steps = self.decode_each(&tokens)?;
         // Position i of the span was predicted by the step before it.
         let mut kept = vec![Emitted {
             id: tokens[0],
@@ -398,6 +466,7 @@ impl Reply<'_, '_> {
             });
         }
         if kept.len() < tokens.len() {
+            self.draft.discard(&mut *self.edge);
             self.edge.truncate(start + kept.len());
         }
         self.account(&kept, cost);
@@ -455,6 +524,17 @@ impl Reply<'_, '_> {
             request_ms: token.request_ms,
         })
     }
+}
+
+/// How a request is waited for.
+#[derive(Clone, Copy)]
+struct Wait<'s> {
+    /// The step the reply stands at (its token is the edge's own choice there).
+    confirmed: &'s Step,
+    /// Tokens the reply may still write: a draft never runs past them.
+    room: usize,
+    /// Whether the edge drafts while it waits.
+    draft: bool,
 }
 
 /// Whether a token's text goes on with the word before it: it starts with a letter or a

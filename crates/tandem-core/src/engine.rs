@@ -42,7 +42,9 @@ pub enum OpenError {
 pub struct Engine {
     weights: EdgeWeights,
     router: Box<dyn Router>,
-    cloud: Option<CloudConfig>,
+    /// One client for every conversation: its connections and what it learnt of the
+    /// endpoint are shared (see [`CloudClient`]).
+    cloud: Option<CloudClient>,
     options: LocalOptions,
     decode: DecodeOptions,
     budget: LiveBudget,
@@ -69,11 +71,15 @@ impl Engine {
         let (router, notice) =
             router::build(config.router.kind, config.router.path.as_deref(), &pair);
         notices.extend(notice);
-        let cloud = config.cloud.endpoint().map(|url| {
-            let (cloud, notice) = CloudConfig::from_settings(url, &config.cloud);
-            notices.extend(notice);
-            cloud
-        });
+        let cloud = config
+            .cloud
+            .endpoint()
+            .map(|url| {
+                let (cloud, notice) = CloudConfig::from_settings(url, &config.cloud);
+                notices.extend(notice);
+                CloudClient::new(cloud)
+            })
+            .transpose()?;
         let options = LocalOptions {
             n_ctx: config.context,
             threads: config.threads.unwrap_or_else(default_threads),
@@ -84,6 +90,7 @@ impl Engine {
             span: config.cloud.span.max(1),
             sampling: config.sampling,
             spent_today_usd: 0.0,
+            overlap: config.cloud.overlap,
         };
         Ok(Engine {
             weights,
@@ -110,16 +117,15 @@ impl Engine {
 
     /// The cloud endpoint, if one is configured.
     pub fn cloud_url(&self) -> Option<&str> {
-        self.cloud.as_ref().map(|c| c.base_url.as_str())
+        self.cloud.as_ref().map(|c| c.config().base_url.as_str())
     }
 
     /// A new conversation with its own KV cache.
     pub fn chat(&self) -> Result<Chat<'_>, OpenError> {
-        let cloud = self.cloud.clone().map(CloudClient::new).transpose()?;
         Ok(Chat {
             engine: self,
             edge: self.weights.session(&self.options)?,
-            cloud,
+            cloud: self.cloud.clone(),
             messages: Vec::new(),
             settings: self.chat_defaults.clone(),
         })

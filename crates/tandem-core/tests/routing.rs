@@ -190,3 +190,70 @@ fn killing_the_cloud_mid_reply_finishes_the_reply_locally_with_a_notice() {
         "{notices:?}"
     );
 }
+
+/// While a request is away the edge drafts its own continuation; under greedy decoding the
+/// reply is the one the loop writes when it waits for every answer: the same tokens, from the
+/// same sources, with the same scores. The cloud answers with the opening of the edge's own
+/// reply, so a span at the reply's start agrees with the draft (kept) and later ones do not
+/// (rolled back).
+#[test]
+fn drafting_while_the_cloud_is_away_changes_nothing_the_user_sees() {
+    use tandem_core::budget::LiveBudget;
+    use tandem_core::cloud::Cloud;
+    use tandem_core::decode::{generate, Collaboration};
+    let Some(weights) = load(SMOLLM2) else { return };
+    let prompt = weights
+        .chat_prompt(&[Message::user("Name the planets of the solar system.")])
+        .unwrap();
+    let prompt = weights.tokenize(&prompt, true);
+    let reply = |fake: Option<&FakeCloud>, overlap: bool| {
+        let mut edge = weights.session(&options()).unwrap();
+        let mut cloud = fake.map(|f| CloudClient::new(CloudConfig::new(f.base_url())).unwrap());
+        let live = LiveBudget::new(CloudBudget::share(0.3));
+        let collaboration = Collaboration {
+            edge: &mut edge,
+            cloud: cloud.as_mut().map(|c| c as &mut dyn Cloud),
+            router: &MarginRouter,
+            budget: &live,
+            messages: &[],
+        };
+        let options = DecodeOptions {
+            max_tokens: 40,
+            overlap,
+            ..DecodeOptions::default()
+        };
+        let mut shown = Vec::new();
+        generate(collaboration, &prompt, &options, &mut |e: Event| {
+            if let Event::Token {
+                text,
+                id,
+                source,
+                score,
+                edge_candidate,
+                ..
+            } = e
+            {
+                shown.push((text, id, source, score.to_bits(), edge_candidate));
+            }
+            true
+        })
+        .unwrap();
+        shown
+    };
+    let own: Vec<String> = reply(None, false).into_iter().map(|t| t.0).collect();
+    let pieces: Vec<&str> = own.iter().take(8).map(String::as_str).collect();
+    let away = |overlap| {
+        let fake = FakeCloud::start(Script::cycle(&pieces)).unwrap();
+        fake.push_faults(std::iter::repeat_n(
+            tandem_fake_cloud::Fault::Delay(Duration::from_millis(80)),
+            40,
+        ));
+        let shown = reply(Some(&fake), overlap);
+        (shown, fake.requests())
+    };
+    let (waited, requests) = away(false);
+    let (drafted, _) = away(true);
+    assert!(requests > 1, "the reply asked the cloud more than once");
+    assert!(waited.iter().any(|t| t.2 == TokenSource::Cloud));
+    assert_eq!(drafted, waited);
+}

@@ -5,13 +5,14 @@
 //! while it is short, and a typed error for everything else so the loop can fall back to
 //! the edge token at once.
 
-use super::{ApiKey, Cloud, CloudError, CloudReply, CloudRequest};
+use super::{ApiKey, Arrival, Cloud, CloudError, CloudReply, CloudRequest, InFlight, STOP_POLL};
 use crate::edge::TokenId;
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::CONTENT_TYPE;
 use reqwest::StatusCode;
 use std::io::Read;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tandem_wire::{
     ChatMessage, ChatRequest, Choice, Completion, CompletionRequest, Endpoint, ErrorBody,
@@ -24,8 +25,6 @@ const MAX_BODY: usize = 4 << 20;
 const MAX_MESSAGE_CHARS: usize = 300;
 /// Same-origin redirects followed before giving up.
 const MAX_REDIRECTS: usize = 3;
-/// How often a waiting request asks whether the user pressed Stop.
-const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Which OpenAI endpoint the cloud is asked through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -80,10 +79,14 @@ impl CloudConfig {
     }
 }
 
-/// A blocking client for one endpoint; remembers whether the endpoint shares the edge vocabulary.
+/// A blocking client for one endpoint; remembers whether the endpoint shares the edge
+/// vocabulary. Clones share their connections and what they learnt of the endpoint, so every
+/// conversation after the first starts without a new connection or a vocabulary check: on a
+/// real network each would cost the first token a round trip.
+#[derive(Clone)]
 pub struct CloudClient {
     exchange: Exchange,
-    shares_vocab: Option<bool>,
+    shares_vocab: Arc<OnceLock<bool>>,
 }
 
 /// What an HTTP exchange with the endpoint needs, owned, so a completion can run on a thread
@@ -112,7 +115,7 @@ impl CloudClient {
         })?;
         Ok(Self {
             exchange: Exchange { http, config },
-            shares_vocab: None,
+            shares_vocab: Arc::default(),
         })
     }
 
@@ -184,36 +187,47 @@ impl CloudClient {
         }
     }
 
-    /// Posts `body` to `endpoint` and reads the completion on a thread of its own, so that
-    /// `stop` (asked every [`STOP_POLL`]) ends the wait at once; an abandoned request runs
-    /// out on its own within its deadline.
-    fn post(
-        &self,
-        endpoint: Endpoint,
-        body: &impl serde::Serialize,
-        stop: &dyn Fn() -> bool,
-    ) -> Result<String, CloudError> {
+    /// Posts `body` to `endpoint` on a thread of its own and returns at once: the answer
+    /// (the body, or why there is none) arrives on the returned channel with the time it came.
+    /// An abandoned request runs out on its own within its deadline.
+    fn dispatch(&self, endpoint: Endpoint, body: &impl serde::Serialize) -> Receiver<Answer> {
         let x = self.exchange.clone();
         let url = x.url(endpoint.path());
         let body = serde_json::to_vec(body).expect("requests serialize");
         let (answer, answered) = mpsc::channel();
         std::thread::spawn(move || {
             let json = |b: RequestBuilder| b.header(CONTENT_TYPE, "application/json");
-            let _ =
-                answer.send(x.send(|| x.authorized(json(x.http.post(&url)).body(body.clone()))));
+            let body = x.send(|| x.authorized(json(x.http.post(&url)).body(body.clone())));
+            let _ = answer.send((body, Instant::now()));
         });
-        loop {
-            match answered.recv_timeout(STOP_POLL) {
-                Ok(body) => return body,
-                Err(RecvTimeoutError::Timeout) if stop() => return Err(CloudError::Stopped),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(CloudError::Malformed {
-                        detail: "the request ended without an answer".into(),
-                    })
-                }
-            }
-        }
+        answered
+    }
+}
+
+/// A body read off the network (or why there is none), and when.
+type Answer = (Result<String, CloudError>, Instant);
+
+/// A completion on its way, read into a reply when it comes.
+struct Pending {
+    answered: Receiver<Answer>,
+    max_tokens: usize,
+    as_ids: bool,
+}
+
+impl InFlight for Pending {
+    fn poll(&mut self, wait: Duration) -> Option<Arrival> {
+        let (body, at) = match self.answered.recv_timeout(wait) {
+            Ok(answer) => answer,
+            Err(RecvTimeoutError::Timeout) => return None,
+            Err(RecvTimeoutError::Disconnected) => (
+                Err(CloudError::Malformed {
+                    detail: "the request ended without an answer".into(),
+                }),
+                Instant::now(),
+            ),
+        };
+        let result = body.and_then(|body| read_reply(&body, self.max_tokens, self.as_ids));
+        Some(Arrival { result, at })
     }
 }
 
@@ -361,7 +375,7 @@ impl Cloud for CloudClient {
             // Chat templates are applied by the server: only text goes out.
             return Ok(false);
         }
-        if let Some(known) = self.shares_vocab {
+        if let Some(&known) = self.shares_vocab.get() {
             return Ok(known);
         }
         // Within the request deadline and body cap, like any request.
@@ -387,7 +401,7 @@ impl Cloud for CloudClient {
             // It answered without a tokenizer like the edge's (404, 401…): text prompts.
             Err(_) => false,
         };
-        self.shares_vocab = Some(shares);
+        let _ = self.shares_vocab.set(shares);
         Ok(shares)
     }
 
@@ -409,19 +423,33 @@ impl Cloud for CloudClient {
         }
     }
 
+    /// Waits for the answer, asking every [`STOP_POLL`] whether the user pressed Stop.
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
-        let as_ids = self.shares_vocab == Some(true);
-        let body = match self.config().mode {
-            CloudMode::Completions => self.post(
+        let mut in_flight = self.send(request);
+        loop {
+            if let Some(arrival) = in_flight.poll(STOP_POLL) {
+                return arrival.result;
+            }
+            if (request.stop)() {
+                return Err(CloudError::Stopped);
+            }
+        }
+    }
+
+    fn send(&mut self, request: &CloudRequest<'_>) -> Box<dyn InFlight> {
+        let as_ids = self.shares_vocab.get() == Some(&true);
+        let answered = match self.config().mode {
+            CloudMode::Completions => self.dispatch(
                 Endpoint::Completions,
                 &self.completion_request(request, as_ids),
-                request.stop,
-            )?,
-            CloudMode::Chat => {
-                self.post(Endpoint::Chat, &self.chat_request(request), request.stop)?
-            }
+            ),
+            CloudMode::Chat => self.dispatch(Endpoint::Chat, &self.chat_request(request)),
         };
-        read_reply(&body, request.max_tokens as usize, as_ids)
+        Box::new(Pending {
+            answered,
+            max_tokens: request.max_tokens as usize,
+            as_ids,
+        })
     }
 }
 

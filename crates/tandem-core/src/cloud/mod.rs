@@ -15,10 +15,14 @@ pub use settings::is_on_this_machine;
 use crate::edge::TokenId;
 use crate::message::Message;
 use std::fmt;
+use std::time::{Duration, Instant};
 
 /// Text whose tokenization tells whether the cloud shares the edge vocabulary: words,
 /// digits, whitespace runs and multibyte characters exercise the pre-tokenizer.
 pub const VOCAB_PROBE: &str = "Tandem probe: naïve café, 12345 + 678 = 13023;\n\tδ ≥ 0 — 東京 🚀";
+
+/// How often a wait for the cloud asks whether the user pressed Stop.
+pub const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// An API key. Its `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]
@@ -183,6 +187,42 @@ pub trait Cloud {
     fn sent_text(&self, request: &CloudRequest<'_>) -> String {
         (request.text)()
     }
-    /// Asks for the next tokens.
+    /// Asks for the next tokens and waits for them.
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError>;
+    /// Sends the request and returns at once, so the caller can work while it is in flight
+    /// (the decode loop drafts the edge's own continuation). The request's `stop` is not
+    /// asked: the caller polls and may drop the answer. By default the request is made here
+    /// and the answer is ready at the first poll.
+    fn send(&mut self, request: &CloudRequest<'_>) -> Box<dyn InFlight> {
+        Box::new(Answered(Some(Arrival {
+            result: self.complete(request),
+            at: Instant::now(),
+        })))
+    }
+}
+
+/// A cloud request on its way.
+pub trait InFlight {
+    /// The answer, if it comes within `wait` (zero: only if it is already here). Once it has
+    /// been returned, later polls return `None`.
+    fn poll(&mut self, wait: Duration) -> Option<Arrival>;
+}
+
+/// A cloud answer and when it came (not when it was noticed: the latency a user reads is
+/// the cloud's, not the draft step the loop was busy with).
+#[derive(Debug)]
+pub struct Arrival {
+    /// The answer.
+    pub result: Result<CloudReply, CloudError>,
+    /// When it was read off the network.
+    pub at: Instant,
+}
+
+/// A request that was answered before [`Cloud::send`] returned.
+struct Answered(Option<Arrival>);
+
+impl InFlight for Answered {
+    fn poll(&mut self, _: Duration) -> Option<Arrival> {
+        self.0.take()
+    }
 }

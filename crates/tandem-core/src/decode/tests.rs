@@ -5,6 +5,8 @@ use crate::budget::CloudBudget;
 use crate::cloud::CloudReply;
 use crate::router::EntropyRouter;
 use crate::signals::Signals;
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// Token 0 ends the turn; the edge predicts `last + 1`; its entropy at position `p` is
 /// `entropy(p)`. A token reads " w<id>" (a word of its own), except from [`WORD_PIECES`] on,
@@ -15,6 +17,12 @@ struct ScriptedEdge {
     cached: Vec<TokenId>,
     entropy: fn(usize) -> f32,
     capacity: usize,
+    /// Tokens decoded, in all.
+    decoded: usize,
+    /// Set while a [`Distant`] cloud request is in flight.
+    waiting: Rc<Cell<bool>>,
+    /// Tokens decoded while `waiting` was set.
+    decoded_while_waiting: usize,
 }
 
 impl ScriptedEdge {
@@ -23,6 +31,9 @@ impl ScriptedEdge {
             cached: Vec::new(),
             entropy,
             capacity: 4096,
+            decoded: 0,
+            waiting: Rc::default(),
+            decoded_while_waiting: 0,
         }
     }
 }
@@ -61,6 +72,10 @@ impl EdgeModel for ScriptedEdge {
         _: &mut Sampler,
     ) -> Result<Vec<Step>, EdgeError> {
         let mut steps = Vec::new();
+        self.decoded += tokens.len();
+        if self.waiting.get() {
+            self.decoded_while_waiting += tokens.len();
+        }
         for (i, &t) in tokens.iter().enumerate() {
             self.cached.push(t);
             if outputs == Outputs::All || i + 1 == tokens.len() {
@@ -171,6 +186,16 @@ fn reply_over<'a, 'b>(
         cloud_failures: 0,
         told_spend_capped: false,
         as_ids: true,
+        draft: Draft::default(),
+    }
+}
+
+/// Waits for a request without drafting, at a step with room to spare.
+fn waiting(step: &Step) -> Wait<'_> {
+    Wait {
+        confirmed: step,
+        room: 100,
+        draft: false,
     }
 }
 
@@ -313,7 +338,7 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let mut sink = |_: Event| true;
     let CloudOutcome::Continued { tokens: kept, next } =
-        reply.ask_cloud(&step, 1.0, 4, &mut sink).unwrap()
+        reply.ask_cloud(waiting(&step), 1.0, 4, &mut sink).unwrap()
     else {
         panic!("the cloud's span was kept")
     };
@@ -339,7 +364,7 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let CloudOutcome::Continued { tokens: kept, .. } =
-        reply.ask_cloud(&step, 1.0, 4, &mut sink).unwrap()
+        reply.ask_cloud(waiting(&step), 1.0, 4, &mut sink).unwrap()
     else {
         panic!("the cloud's span was kept")
     };
@@ -386,7 +411,7 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let CloudOutcome::Continued { tokens: kept, next } =
-        reply.ask_cloud(&step, 1.0, 4, &mut sink).unwrap()
+        reply.ask_cloud(waiting(&step), 1.0, 4, &mut sink).unwrap()
     else {
         panic!("the cloud's span was kept")
     };
@@ -436,7 +461,7 @@ fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_anoth
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let mut sink = |_: Event| true;
     let CloudOutcome::Continued { tokens: kept, next } =
-        reply.ask_cloud(&step, 1.0, 3, &mut sink).unwrap()
+        reply.ask_cloud(waiting(&step), 1.0, 3, &mut sink).unwrap()
     else {
         panic!("the cloud's span was kept")
     };
@@ -658,4 +683,183 @@ fn ids_the_edge_does_not_know_fall_back_to_the_edge_token_with_a_notice() {
         e,
         Event::Notice { kind: NoticeKind::CloudError, message } if message.contains("does not know")
     )));
+}
+
+/// A [`ScriptedCloud`] a round trip away: its answer comes at the `polls`-th poll, and
+/// `waiting` is set while it is in flight.
+struct Distant {
+    near: ScriptedCloud,
+    polls: u32,
+    waiting: Rc<Cell<bool>>,
+}
+
+struct Arriving {
+    answer: Option<Result<CloudReply, CloudError>>,
+    polls: u32,
+    waiting: Rc<Cell<bool>>,
+}
+
+impl InFlight for Arriving {
+    fn poll(&mut self, _: Duration) -> Option<Arrival> {
+        if self.polls > 0 {
+            self.polls -= 1;
+            return None;
+        }
+        self.waiting.set(false);
+        let result = self.answer.take()?;
+        Some(Arrival {
+            result,
+            at: Instant::now(),
+        })
+    }
+}
+
+impl Cloud for Distant {
+    fn endpoint(&self) -> &str {
+        self.near.endpoint()
+    }
+    fn shares_vocab(&mut self, probe: &[TokenId]) -> Result<bool, CloudError> {
+        self.near.shares_vocab(probe)
+    }
+    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+        self.near.complete(request)
+    }
+    fn send(&mut self, request: &CloudRequest<'_>) -> Box<dyn InFlight> {
+        self.waiting.set(true);
+        Box::new(Arriving {
+            answer: Some(self.near.complete(request)),
+            polls: self.polls,
+            waiting: self.waiting.clone(),
+        })
+    }
+}
+
+/// What a user sees of a reply: each token with its source, score and the edge token it
+/// replaced, and how it ended.
+type Shown = (
+    Vec<(TokenId, TokenSource, u32, Option<String>)>,
+    FinishReason,
+    u32,
+);
+
+/// A reply over a distant cloud answering `offset + last`, …, with or without drafting; the
+/// edge is returned for its counters.
+fn distant_reply(
+    offset: TokenId,
+    overlap: bool,
+    entropy: fn(usize) -> f32,
+) -> (Shown, ScriptedEdge) {
+    let mut edge = ScriptedEdge::new(entropy);
+    let mut cloud = Distant {
+        near: ScriptedCloud::new(offset),
+        polls: 6,
+        waiting: edge.waiting.clone(),
+    };
+    let live = LiveBudget::new(CloudBudget::share(0.3));
+    let mut events = Vec::new();
+    let c = Collaboration {
+        edge: &mut edge,
+        cloud: Some(&mut cloud),
+        router: &EntropyRouter,
+        budget: &live,
+        messages: &[],
+    };
+    let options = DecodeOptions {
+        max_tokens: 60,
+        overlap,
+        ..DecodeOptions::default()
+    };
+    generate(c, &[5, 6, 7], &options, &mut |e: Event| {
+        events.push(e);
+        true
+    })
+    .unwrap();
+    let tokens = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Token {
+                id,
+                source,
+                score,
+                edge_candidate,
+                ..
+            } => Some((*id, *source, score.to_bits(), edge_candidate.clone())),
+            _ => None,
+        })
+        .collect();
+    let (reason, usage) = finished(&events);
+    ((tokens, reason, usage.cloud_requests), edge)
+}
+
+/// Uncertain every seventh position, sure elsewhere: a few requests per reply.
+fn now_and_then(position: usize) -> f32 {
+    if position.is_multiple_of(7) {
+        5.0
+    } else {
+        0.1
+    }
+}
+
+#[test]
+fn a_draft_the_cloud_agrees_with_is_kept_and_the_reply_is_unchanged() {
+    let (waited, plain) = distant_reply(1, false, now_and_then);
+    let (drafted, edge) = distant_reply(1, true, now_and_then);
+    assert!(waited.2 > 0, "the reply asked the cloud");
+    assert_eq!(drafted, waited, "the user sees the same reply");
+    assert_eq!(
+        edge.cached, plain.cached,
+        "the cache holds the reply, no draft"
+    );
+    assert!(
+        edge.decoded_while_waiting > 0,
+        "the edge decoded while the cloud was away"
+    );
+    assert_eq!(edge.decoded, plain.decoded, "every drafted token was used");
+    assert_eq!(plain.decoded_while_waiting, 0);
+}
+
+#[test]
+fn a_draft_the_cloud_contradicts_is_rolled_back_and_the_reply_is_unchanged() {
+    let (waited, plain) = distant_reply(1000, false, now_and_then);
+    let (drafted, edge) = distant_reply(1000, true, now_and_then);
+    assert!(waited.0.iter().any(|t| t.1 == TokenSource::Cloud));
+    assert_eq!(drafted, waited, "the user sees the same reply");
+    assert_eq!(edge.cached, plain.cached, "the draft was rolled back");
+    assert!(
+        edge.decoded > plain.decoded,
+        "the draft was written, then dropped"
+    );
+}
+
+#[test]
+fn stop_while_the_cloud_is_away_ends_the_reply_without_its_answer() {
+    let mut edge = ScriptedEdge::new(|_| 5.0);
+    let mut cloud = Distant {
+        near: ScriptedCloud::new(1000),
+        polls: u32::MAX,
+        waiting: edge.waiting.clone(),
+    };
+    struct StopWhileWaiting(Rc<Cell<bool>>, Vec<Event>);
+    impl EventSink for StopWhileWaiting {
+        fn emit(&mut self, event: Event) -> bool {
+            self.1.push(event);
+            true
+        }
+        fn stop_requested(&self) -> bool {
+            self.0.get()
+        }
+    }
+    let mut sink = StopWhileWaiting(edge.waiting.clone(), Vec::new());
+    let live = LiveBudget::new(CloudBudget::share(1.0));
+    let c = Collaboration {
+        edge: &mut edge,
+        cloud: Some(&mut cloud),
+        router: &EntropyRouter,
+        budget: &live,
+        messages: &[],
+    };
+    generate(c, &[5, 6, 7], &DecodeOptions::default(), &mut sink).unwrap();
+    assert_eq!(finished(&sink.1).0, FinishReason::Cancelled);
+    assert!(tokens(&sink.1).is_empty());
+    assert_eq!(edge.cached, [5, 6, 7], "nothing drafted stays in the cache");
 }
