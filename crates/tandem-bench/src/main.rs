@@ -8,8 +8,12 @@
 //!    states on).
 //! 3. Cloud requests per cloud token with spans of 4 against spans of 1.
 //! 4. Prompt tokens `tandem serve` decodes per request with prefix reuse against without.
+//! 5. Routed replies against edge-only ones with the cloud a round trip away
+//!    ([`network`]), waiting for each request and drafting while it is in flight.
 
+mod delay_proxy;
 mod llama_server;
+mod network;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -52,6 +56,18 @@ struct Args {
     /// Write the Markdown table here too.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run only the network comparison (5).
+    #[arg(long)]
+    network_only: bool,
+    /// Round-trip times for the network comparison, in milliseconds.
+    #[arg(long, value_delimiter = ',', default_value = "0,50,150,300")]
+    rtts: Vec<u64>,
+    /// `chat:dev` prompts per round-trip time.
+    #[arg(long, default_value_t = 8)]
+    network_prompts: usize,
+    /// Tokens per reply at most in the network comparison.
+    #[arg(long, default_value_t = 128)]
+    network_tokens: u32,
 }
 
 const PROMPTS: [&str; 3] = [
@@ -62,6 +78,40 @@ const PROMPTS: [&str; 3] = [
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    let mut table = String::new();
+    if !args.network_only {
+        table = render(&local_rows(&args)?, &args);
+        table.push('\n');
+    }
+    eprintln!("5/5 routed replies with the cloud a round trip away");
+    let serve = tandem_serve::ModelThread::start(tandem_serve::ServeOptions {
+        model_path: args.cloud.clone(),
+        model_name: "cloud".into(),
+        local: LocalOptions {
+            n_ctx: 4096,
+            threads: 1,
+            hidden_state: false,
+        },
+        prefix_reuse: true,
+        deadline: tandem_serve::ServeOptions::DEFAULT_DEADLINE,
+    })?;
+    let running = tandem_serve::start(serve, "127.0.0.1:0".parse()?)?;
+    table.push_str(&network::run(&network::Setup {
+        edge: &args.edge,
+        cloud: running.addr,
+        rtts: &args.rtts,
+        prompts: args.network_prompts,
+        max_tokens: args.network_tokens,
+    })?);
+    println!("{table}");
+    if let Some(path) = &args.out {
+        std::fs::write(path, &table).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Comparisons 1 to 4.
+fn local_rows(args: &Args) -> Result<Vec<Row>> {
     let weights = EdgeWeights::load(&args.edge, "edge")?;
     let local = LocalOptions {
         n_ctx: 2048,
@@ -70,7 +120,7 @@ fn main() -> Result<()> {
     };
     let mut rows = Vec::new();
 
-    eprintln!("1/4 edge decode: tandem vs llama-server");
+    eprintln!("1/5 edge decode: tandem vs llama-server");
     let server = llama_server::LlamaServer::start(&args.llama_server, &args.edge, args.threads)?;
     let prompt = weights.tokenize(&weights.chat_prompt(&[Message::user(PROMPTS[0])])?, true);
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
@@ -86,7 +136,7 @@ fn main() -> Result<()> {
         "≥ 0.97",
     ));
 
-    eprintln!("2/4 routed loop with the cloud off vs plain local loop");
+    eprintln!("2/5 routed loop with the cloud off vs plain local loop");
     let mlp = MlpRouter::load(&args.mlp, None)?;
     // The router a new user runs; the MLP row below covers a router that reads hidden states.
     let default_kind = RouterKind::DEFAULT;
@@ -162,7 +212,7 @@ fn main() -> Result<()> {
         "≥ 0.95 (0.71 without the handoff, MODELS.md)",
     ));
 
-    eprintln!("3/4 and 4/4: routed replies against tandem serve");
+    eprintln!("3/5 and 4/5: routed replies against tandem serve");
     // Edge and cloud share two cores: one thread each.
     let edge_one = LocalOptions {
         threads: 1,
@@ -221,12 +271,7 @@ fn main() -> Result<()> {
         decoded_per_request[1],
     ));
 
-    let table = render(&rows, &args);
-    println!("{table}");
-    if let Some(path) = &args.out {
-        std::fs::write(path, &table).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
+    Ok(rows)
 }
 
 /// Greedy decoding with nothing but llama.cpp and the sampler: the local-only baseline.

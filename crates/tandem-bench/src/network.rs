@@ -1,0 +1,205 @@
+//! Routed replies over a cloud a round trip away: what a user's network costs a reply.
+//!
+//! Through the app's own path (an [`Engine`] from the app's default settings, one
+//! conversation per prompt, so each opens a connection and checks the vocabulary as a new
+//! chat does), the stand-in model behind [`DelayProxy`] at several round-trip times. For each
+//! prompt of `chat:dev` (every `k`-th row), interleaved: edge-only, routed waiting for each
+//! request (drafting off), and routed with the edge drafting while it waits (the default).
+//! Ratios are medians of per-prompt ratios, so a noisy machine moves both sides alike.
+
+use crate::delay_proxy::{DelayProxy, Distance};
+use anyhow::{Context, Result};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tandem_core::chat_settings::ChatSettings;
+use tandem_core::config::Config;
+use tandem_core::engine::{Engine, ReplyMode};
+use tandem_core::event::{Event, TokenSource};
+use tandem_core::message::Message;
+use tandem_core::paths::Paths;
+use tandem_eval::data::{self, Row};
+use tandem_eval::task::{self, ChoiceFormat};
+
+/// What one run measures.
+pub struct Setup<'a> {
+    /// Edge GGUF.
+    pub edge: &'a Path,
+    /// Where the cloud (`tandem serve` with the stand-in model) listens.
+    pub cloud: std::net::SocketAddr,
+    /// Round-trip times to measure at, in milliseconds.
+    pub rtts: &'a [u64],
+    /// Prompts per round-trip time.
+    pub prompts: usize,
+    /// Tokens per reply at most.
+    pub max_tokens: u32,
+}
+
+/// One reply as the user meets it.
+#[derive(Debug, Clone, PartialEq)]
+struct Measured {
+    wall: Duration,
+    first_token: Duration,
+    tokens: u32,
+    requests: u32,
+    cloud_tokens: u32,
+    text: String,
+}
+
+/// The three ways one prompt was answered at one distance.
+struct Prompted {
+    edge: Measured,
+    waiting: Measured,
+    drafting: Measured,
+}
+
+/// Runs the network benchmark and renders its table.
+pub fn run(setup: &Setup<'_>) -> Result<String> {
+    let home = std::env::temp_dir().join(format!("tandem-bench-network-{}", std::process::id()));
+    let paths = Paths {
+        config: home.join("config"),
+        data: home.join("data"),
+        cache: home.join("cache"),
+    };
+    let questions = questions(setup.prompts, &paths.cache)?;
+    let mut out = String::from(
+        "| RTT (± 10% jitter) | routed ÷ edge-only wall time, waiting | same, drafting (default) | first token: edge-only → waiting → drafting | requests per reply | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting | drafting's reply identical to waiting's | connections opened |\n|---|---|---|---|---|---|---|---|---|\n"
+    );
+    for &rtt in setup.rtts {
+        let distance = Distance {
+            rtt: Duration::from_millis(rtt),
+            jitter: Duration::from_millis(rtt / 10),
+        };
+        let proxy = DelayProxy::start(setup.cloud, distance)?;
+        let settings = config(setup, &proxy, true).chat_settings();
+        let open = |overlap| Engine::open(&config(setup, &proxy, overlap), &paths);
+        let waiting = open(false).context("opening the engine")?;
+        let drafting = open(true).context("opening the engine")?;
+        let mut answers = Vec::new();
+        for question in &questions {
+            let ask = |engine, mode| reply(engine, &settings, question, mode);
+            answers.push(Prompted {
+                edge: ask(&drafting, ReplyMode::Edge)?,
+                waiting: ask(&waiting, ReplyMode::Routed)?,
+                drafting: ask(&drafting, ReplyMode::Routed)?,
+            });
+        }
+        eprintln!("   RTT {rtt} ms: {} replies each way", answers.len());
+        out.push_str(&row(rtt, &answers, proxy.connections()));
+    }
+    let _ = std::fs::remove_dir_all(&home);
+    Ok(out)
+}
+
+/// Every `k`-th `chat:dev` question, `count` in all, as the app sends them.
+fn questions(count: usize, cache: &Path) -> Result<Vec<String>> {
+    let rows = data::load("chat:dev", cache, None)?;
+    let every = (rows.len() / count.max(1)).max(1);
+    Ok(rows
+        .iter()
+        .step_by(every)
+        .take(count)
+        .map(|row: &Row| task::prompt(row, ChoiceFormat::default()))
+        .collect())
+}
+
+/// The app's default settings, its cloud behind `proxy`.
+fn config(setup: &Setup<'_>, proxy: &DelayProxy, overlap: bool) -> Config {
+    let mut config = Config {
+        edge: setup.edge.display().to_string(),
+        // The stand-in shares the machine's two cores: one thread each.
+        threads: Some(1),
+        max_tokens: setup.max_tokens,
+        ..Config::default()
+    };
+    config.cloud.url = proxy.url("/v1");
+    config.cloud.overlap = overlap;
+    config
+}
+
+/// One reply in a new conversation, timed from the user's send.
+fn reply(
+    engine: &Engine,
+    settings: &ChatSettings,
+    question: &str,
+    mode: ReplyMode,
+) -> Result<Measured> {
+    let mut chat = engine.chat()?;
+    let sent = Instant::now();
+    let mut first_token = None;
+    let mut text = String::new();
+    let (mut tokens, mut cloud_tokens) = (0, 0);
+    let mut sink = |event: Event| {
+        if let Event::Token {
+            text: piece,
+            source,
+            ..
+        } = event
+        {
+            first_token.get_or_insert_with(|| sent.elapsed());
+            text.push_str(&piece);
+            tokens += 1;
+            cloud_tokens += u32::from(source == TokenSource::Cloud);
+        }
+        true
+    };
+    let usage = chat.reply(&[Message::user(question)], mode, settings, &mut sink)?;
+    Ok(Measured {
+        wall: sent.elapsed(),
+        first_token: first_token.unwrap_or_default(),
+        tokens,
+        requests: usage.cloud_requests,
+        cloud_tokens,
+        text,
+    })
+}
+
+fn row(rtt: u64, answers: &[Prompted], connections: u64) -> String {
+    let ratio = |pick: fn(&Prompted) -> &Measured| {
+        median(
+            answers
+                .iter()
+                .map(|a| pick(a).wall.as_secs_f64() / a.edge.wall.as_secs_f64()),
+        )
+    };
+    let first = |pick: fn(&Prompted) -> &Measured| {
+        median(answers.iter().map(|a| pick(a).first_token.as_secs_f64()))
+    };
+    let rate = |pick: fn(&Prompted) -> &Measured| {
+        median(
+            answers
+                .iter()
+                .map(|a| f64::from(pick(a).tokens) / pick(a).wall.as_secs_f64()),
+        )
+    };
+    let per_reply = |count: fn(&Measured) -> u32| {
+        answers
+            .iter()
+            .map(|a| f64::from(count(&a.drafting)))
+            .sum::<f64>()
+            / answers.len() as f64
+    };
+    let identical = answers
+        .iter()
+        .filter(|a| a.drafting.text == a.waiting.text)
+        .count();
+    format!(
+        "| {rtt} ms | {:.2}× | {:.2}× | {:.2} → {:.2} → {:.2} s | {:.1} | {:.1} | {:.1} / {:.1} / {:.1} | {identical} of {} | {connections} |\n",
+        ratio(|a| &a.waiting),
+        ratio(|a| &a.drafting),
+        first(|a| &a.edge),
+        first(|a| &a.waiting),
+        first(|a| &a.drafting),
+        per_reply(|m| m.requests),
+        per_reply(|m| m.cloud_tokens),
+        rate(|a| &a.edge),
+        rate(|a| &a.waiting),
+        rate(|a| &a.drafting),
+        answers.len(),
+    )
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
