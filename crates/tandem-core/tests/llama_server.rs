@@ -4,7 +4,7 @@ mod support;
 
 use support::{load, options, route, LlamaServer, SMOLLM2};
 use tandem_core::budget::CloudBudget;
-use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, VOCAB_PROBE};
+use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, CloudError, CloudMode, VOCAB_PROBE};
 use tandem_core::edge::EdgeModel;
 use tandem_core::event::{Event, TokenSource};
 use tandem_core::local::EdgeWeights;
@@ -90,4 +90,29 @@ fn budget_zero_never_reaches_llama_server() {
     );
     assert_eq!(usage.cloud_requests, 0);
     assert_eq!(server.metric("llamacpp:tokens_predicted_total"), 0.0);
+}
+
+/// llama.cpp's server (b11434) reads a final assistant message as the start of the reply
+/// (a prefill, with or without `continue_final_message`) and goes on from it, but the
+/// message it answers holds the reply so far before the new tokens: spliced as it stands,
+/// that would put the reply in twice, so chat mode refuses it (its preset is completions).
+#[test]
+fn llama_servers_chat_endpoint_repeats_the_reply_so_far_so_chat_mode_refuses_it() {
+    let Some(model) = support::model(SMOLLM2) else {
+        return;
+    };
+    let Some(server) = LlamaServer::start(&model) else {
+        return;
+    };
+    let mut config = CloudConfig::new(&server.base_url);
+    config.mode = CloudMode::Chat;
+    let mut cloud = CloudClient::new(config).unwrap();
+    let refused = cloud.check_continuation(&|| false);
+    assert_eq!(
+        refused,
+        Err(CloudError::NoContinuation {
+            endpoint: server.base_url.clone(),
+            answered: "1, 2, 3, 4, 5, 6, 7, 8, 9,".into(),
+        })
+    );
 }

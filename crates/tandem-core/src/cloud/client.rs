@@ -5,6 +5,7 @@
 //! while it is short, and a typed error for everything else so the loop can fall back to
 //! the edge token at once.
 
+use super::continuation::{self, Continuation};
 use super::{ApiKey, Cloud, CloudError, CloudReply, CloudRequest};
 use crate::edge::TokenId;
 use reqwest::blocking::{Client, RequestBuilder, Response};
@@ -80,10 +81,12 @@ impl CloudConfig {
     }
 }
 
-/// A blocking client for one endpoint; remembers whether the endpoint shares the edge vocabulary.
+/// A blocking client for one endpoint; remembers whether the endpoint shares the edge
+/// vocabulary and, in chat mode, whether it continues a partial reply.
 pub struct CloudClient {
     exchange: Exchange,
     shares_vocab: Option<bool>,
+    continuation: Option<Continuation>,
 }
 
 /// What an HTTP exchange with the endpoint needs, owned, so a completion can run on a thread
@@ -113,6 +116,7 @@ impl CloudClient {
         Ok(Self {
             exchange: Exchange { http, config },
             shares_vocab: None,
+            continuation: None,
         })
     }
 
@@ -134,6 +138,46 @@ impl CloudClient {
             }
         }
         Ok(ids)
+    }
+
+    /// Checks that the endpoint continues a partial reply sent as a final assistant message,
+    /// as chat mode needs: asked once with a probe whose continuation is certain, then
+    /// remembered. [`CloudError::NoContinuation`] when it writes a fresh answer instead; any
+    /// other error when the probe got no answer to judge (nothing is remembered then, so the
+    /// next call asks again). `stop` ends the wait as it does for a completion.
+    pub fn check_continuation(&mut self, stop: &dyn Fn() -> bool) -> Result<(), CloudError> {
+        let verdict = match &self.continuation {
+            Some(known) => known.clone(),
+            None => {
+                let probe = continuation::probe_request(self.config().model.clone());
+                let body = self.post(Endpoint::Chat, &probe, stop)?;
+                let answer = read_reply(&body, continuation::PROBE_TOKENS as usize, false)?;
+                self.continuation
+                    .insert(Continuation::judge(&answer.text))
+                    .clone()
+            }
+        };
+        match verdict {
+            Continuation::Continues => Ok(()),
+            Continuation::Restarts { answered } => Err(CloudError::NoContinuation {
+                endpoint: self.config().base_url.clone(),
+                answered,
+            }),
+        }
+    }
+
+    /// The chat request for `request`, once the endpoint is known to continue a reply when
+    /// the request carries one to continue; a request for a reply's first tokens asks for a
+    /// fresh answer, which every chat endpoint gives.
+    fn continuing_chat_request(
+        &mut self,
+        request: &CloudRequest<'_>,
+    ) -> Result<ChatRequest, CloudError> {
+        let chat = self.chat_request(request);
+        if chat.continue_final_message == Some(true) {
+            self.check_continuation(request.stop)?;
+        }
+        Ok(chat)
     }
 
     /// The completion request for `request`, its prompt as edge token ids when `as_ids`.
@@ -418,7 +462,8 @@ impl Cloud for CloudClient {
                 request.stop,
             )?,
             CloudMode::Chat => {
-                self.post(Endpoint::Chat, &self.chat_request(request), request.stop)?
+                let chat = self.continuing_chat_request(request)?;
+                self.post(Endpoint::Chat, &chat, request.stop)?
             }
         };
         read_reply(&body, request.max_tokens as usize, as_ids)
