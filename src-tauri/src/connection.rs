@@ -1,11 +1,14 @@
 //! "Test connection": asks an endpoint for its models and says, in one word and one
 //! sentence, whether replies would work. It sends the key typed in the dialog, else the key
 //! saved for that endpoint's origin: a URL being tried out never receives another's key.
+//! In chat mode it also asks the endpoint to continue a partial reply: one that writes a
+//! fresh answer instead passes every other check, yet chat-mode replies with it would go on
+//! locally, so the test fails and says so.
 
 use crate::error::ErrorKind;
 use crate::state::Shared;
 use crate::views::{CloudSettingsView, TestResult};
-use tandem_core::cloud::{ApiKey, CloudClient, CloudConfig};
+use tandem_core::cloud::{ApiKey, CloudClient, CloudConfig, CloudError, CloudMode};
 use tandem_core::config::CloudSettings;
 use tandem_core::secrets;
 
@@ -43,15 +46,42 @@ pub fn test(shared: &Shared, cloud: CloudSettingsView, typed_key: Option<ApiKey>
         }
     }
     config.max_retries = 0;
-    let checked = CloudClient::new(config).and_then(|client| client.check());
-    match checked {
-        Ok(models) => TestResult {
-            ok: true,
-            kind: None,
-            message: format!("{url} answers and serves {}", models.join(", ")),
+    let mode = config.mode;
+    let checked = CloudClient::new(config).and_then(|client| Ok((client.check()?, client)));
+    let (models, client) = match checked {
+        Ok(checked) => checked,
+        Err(e) => return failed(e.kind().into(), &e.to_string()),
+    };
+    let served = format!("{url} answers and serves {}", models.join(", "));
+    let continued = match mode {
+        CloudMode::Completions => return passed(served, models),
+        CloudMode::Chat => client.check_continuation(&|| false),
+    };
+    match continued {
+        Ok(()) => passed(
+            format!("{served}, and it continues a partial reply as chat mode needs"),
             models,
+        ),
+        Err(e @ CloudError::NoContinuation { .. }) => TestResult {
+            models,
+            ..failed(e.kind().into(), &format!("{served}, but {e}"))
         },
-        Err(e) => failed(e.kind().into(), &e.to_string()),
+        Err(e) => TestResult {
+            models,
+            ..failed(
+                e.kind().into(),
+                &format!("{served}, but asking it to continue a partial reply failed: {e}"),
+            )
+        },
+    }
+}
+
+fn passed(message: String, models: Vec<String>) -> TestResult {
+    TestResult {
+        ok: true,
+        kind: None,
+        message,
+        models,
     }
 }
 

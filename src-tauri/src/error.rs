@@ -36,6 +36,9 @@ pub enum ErrorKind {
     CloudWrongKey,
     /// The cloud does not serve that model.
     CloudModelNotFound,
+    /// The cloud (a chat endpoint) answers a partial reply afresh instead of continuing it, so
+    /// chat-mode replies with it go on locally.
+    CloudNoContinuation,
     /// Any other cloud failure.
     CloudError,
     /// Reading or writing the data or config folder failed (a full disk, say).
@@ -97,6 +100,7 @@ impl From<CloudErrorKind> for ErrorKind {
             CloudErrorKind::Unreachable => ErrorKind::CloudUnreachable,
             CloudErrorKind::WrongKey => ErrorKind::CloudWrongKey,
             CloudErrorKind::ModelNotFound => ErrorKind::CloudModelNotFound,
+            CloudErrorKind::NoContinuation => ErrorKind::CloudNoContinuation,
             CloudErrorKind::Other => ErrorKind::CloudError,
         }
     }

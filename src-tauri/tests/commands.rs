@@ -291,6 +291,51 @@ fn test_connection_tells_unreachable_wrong_key_and_unknown_model_apart() {
 }
 
 #[test]
+fn test_connection_in_chat_mode_says_whether_the_endpoint_continues_a_reply() {
+    let home = tempfile::tempdir().unwrap();
+    let app = App::start(home.path());
+    let test = |fake: &FakeCloud| {
+        app.ok(
+            "cloud_test",
+            json!({"cloud": {"url": fake.base_url(), "model": null, "mode": "chat"}, "key": null}),
+        )
+    };
+    let continuing = FakeCloud::start(Script::cycle(&["x"])).unwrap();
+    let ok = test(&continuing);
+    assert_eq!(
+        (ok["ok"].clone(), ok["kind"].clone()),
+        (json!(true), json!(null)),
+        "{ok}"
+    );
+    let message = ok["message"].as_str().unwrap();
+    assert!(message.contains("continues a partial reply"), "{message}");
+    // An endpoint that answers afresh answers the test, but chat replies with it go on locally.
+    let fresh = FakeCloud::start(Script::cycle(&["Sure"]).ignoring_continuation()).unwrap();
+    let refused = test(&fresh);
+    assert_eq!(
+        (refused["ok"].clone(), refused["kind"].clone()),
+        (json!(false), json!("cloud_no_continuation")),
+        "{refused}"
+    );
+    assert_eq!(refused["models"], json!(["fake-cloud"]));
+    let message = refused["message"].as_str().unwrap();
+    for words in [
+        "does not continue a reply",
+        "go on locally",
+        "completions mode",
+    ] {
+        assert!(message.contains(words), "{message}");
+    }
+    // Completions mode never asks the chat endpoint.
+    let completions = app.ok(
+        "cloud_test",
+        json!({"cloud": {"url": fresh.base_url(), "model": null, "mode": "completions"}, "key": null}),
+    );
+    assert_eq!(completions["ok"], true, "{completions}");
+    assert_eq!(fresh.requests(), 1);
+}
+
+#[test]
 fn a_reply_is_saved_with_its_provenance_and_a_local_only_chat_never_calls_the_cloud() {
     let Some(edge) = test_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
         return;

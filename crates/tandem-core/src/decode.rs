@@ -484,6 +484,15 @@ impl Reply<'_, '_> {
     /// used) and once if it makes the reply give up on the cloud (with the reason again), so
     /// the give-up is not preceded by a copy of the same error.
     fn cloud_failed(&mut self, error: &CloudError, sink: &mut dyn EventSink) {
+        if error.is_permanent() {
+            // Asking again would fail the same way: the rest of the reply is local at once.
+            self.cloud_failures = MAX_CLOUD_FAILURES;
+            sink.emit(Event::Notice {
+                kind: NoticeKind::CloudUnavailable,
+                message: format!("{error}; finishing this reply locally"),
+            });
+            return;
+        }
         self.cloud_failures += 1;
         if self.cloud_failures == MAX_CLOUD_FAILURES {
             sink.emit(Event::Notice {

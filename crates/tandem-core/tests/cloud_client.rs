@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 use tandem_core::cloud::{
-    ApiKey, Cloud, CloudClient, CloudConfig, CloudError, CloudMode, CloudRequest,
+    ApiKey, Cloud, CloudClient, CloudConfig, CloudError, CloudErrorKind, CloudMode, CloudRequest,
 };
 use tandem_core::message::Message;
 use tandem_fake_cloud::{FakeCloud, Fault, Script};
@@ -148,16 +148,37 @@ fn an_unknown_model_is_reported_with_what_is_served() {
     assert!(err.contains("gpt-9") && err.contains("fake-cloud"), "{err}");
 }
 
+fn chat_client(fake: &FakeCloud) -> CloudClient {
+    let mut config = CloudConfig::new(fake.base_url());
+    config.mode = CloudMode::Chat;
+    config.request_timeout = Duration::from_millis(800);
+    CloudClient::new(config).unwrap()
+}
+
 #[test]
 fn chat_mode_continues_the_reply_as_a_final_assistant_message() {
     let fake = FakeCloud::start(Script::cycle(&[" is", " blue"])).unwrap();
-    let mut config = CloudConfig::new(fake.base_url());
-    config.mode = CloudMode::Chat;
-    let mut c = CloudClient::new(config).unwrap();
+    let mut c = chat_client(&fake);
     assert!(!c.shares_vocab(&[1, 2]).unwrap(), "chat mode sends text");
     let reply = ask(&mut c, 2).unwrap();
     assert_eq!(reply.text, " is blue");
-    let sent = &fake.recorded()[0];
+    // First the probe: a count to continue, greedy, three tokens.
+    let probe = &fake.recorded()[0];
+    assert_eq!(probe.path, "/v1/chat/completions");
+    assert_eq!(
+        probe.body["messages"],
+        serde_json::json!([
+            {"role": "user", "content": "Count from 1 to 20, separated by commas."},
+            {"role": "assistant", "content": "1, 2, 3, 4, 5, 6, 7, 8,"},
+        ])
+    );
+    assert_eq!(
+        (&probe.body["max_tokens"], &probe.body["temperature"]),
+        (&serde_json::json!(3), &serde_json::json!(0.0))
+    );
+    assert_eq!(probe.body["continue_final_message"], true);
+    assert_eq!(probe.body["add_generation_prompt"], false);
+    let sent = &fake.recorded()[1];
     assert_eq!(sent.path, "/v1/chat/completions");
     assert_eq!(
         sent.body["messages"],
@@ -165,6 +186,69 @@ fn chat_mode_continues_the_reply_as_a_final_assistant_message() {
     );
     assert_eq!(sent.body["continue_final_message"], true);
     assert_eq!(sent.body["add_generation_prompt"], false);
+    // The verdict is remembered: later requests go out alone.
+    assert_eq!(ask(&mut c, 1).unwrap().text, " is");
+    assert_eq!(fake.requests(), 3);
+    assert_eq!(c.check_continuation(&|| false), Ok(()));
+    assert_eq!(fake.requests(), 3);
+}
+
+#[test]
+fn a_chat_endpoint_that_answers_afresh_never_has_its_answer_spliced_into_a_reply() {
+    let fake = FakeCloud::start(Script::cycle(&["1", ",", " 2"]).ignoring_continuation()).unwrap();
+    let mut c = chat_client(&fake);
+    let err = ask(&mut c, 3).unwrap_err();
+    assert_eq!(
+        err,
+        CloudError::NoContinuation {
+            endpoint: fake.base_url(),
+            answered: "1, 2".into()
+        }
+    );
+    assert!(err.is_permanent());
+    assert_eq!(err.kind(), CloudErrorKind::NoContinuation);
+    let message = err.to_string();
+    for words in [
+        "does not continue a reply",
+        "a fresh answer",
+        "completions mode",
+        "continue_final_message",
+    ] {
+        assert!(message.contains(words), "{message}");
+    }
+    // Only the probe went out, and the verdict holds for every later request.
+    assert_eq!(fake.requests(), 1);
+    assert_eq!(ask(&mut c, 3).unwrap_err(), err);
+    assert_eq!(fake.requests(), 1);
+    assert_eq!(c.check_continuation(&|| false), Err(err));
+    // A reply's first tokens are a fresh answer by nature: they are still asked for.
+    let messages = [Message::user("hi")];
+    let first = c.complete(&CloudRequest {
+        ids: &[],
+        text: &String::new,
+        messages: &messages,
+        reply: &String::new,
+        max_tokens: 2,
+        stop: &|| false,
+    });
+    assert_eq!(first.unwrap().text, "1,");
+    assert_eq!(fake.recorded()[1].body.get("continue_final_message"), None);
+}
+
+#[test]
+fn a_probe_without_an_answer_is_an_error_not_a_verdict() {
+    let fake = FakeCloud::start(Script::cycle(&["x"]).ignoring_continuation()).unwrap();
+    fake.push_faults([Fault::Delay(Duration::from_secs(2))]);
+    let mut c = chat_client(&fake);
+    let err = ask(&mut c, 1).unwrap_err();
+    assert!(matches!(err, CloudError::Timeout { .. }), "{err:?}");
+    assert!(!err.is_permanent());
+    // Nothing was remembered: the next request probes again, and gets its verdict.
+    assert!(matches!(
+        ask(&mut c, 1).unwrap_err(),
+        CloudError::NoContinuation { .. }
+    ));
+    assert_eq!(fake.requests(), 2);
 }
 
 #[test]

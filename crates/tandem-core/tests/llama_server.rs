@@ -4,7 +4,7 @@ mod support;
 
 use support::{load, options, route, LlamaServer, SMOLLM2};
 use tandem_core::budget::CloudBudget;
-use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, VOCAB_PROBE};
+use tandem_core::cloud::{Cloud, CloudClient, CloudConfig, CloudMode, CloudRequest, VOCAB_PROBE};
 use tandem_core::edge::EdgeModel;
 use tandem_core::event::{Event, TokenSource};
 use tandem_core::local::EdgeWeights;
@@ -90,4 +90,39 @@ fn budget_zero_never_reaches_llama_server() {
     );
     assert_eq!(usage.cloud_requests, 0);
     assert_eq!(server.metric("llamacpp:tokens_predicted_total"), 0.0);
+}
+
+/// llama.cpp's server (b11434) reads a final assistant message as the start of the reply
+/// (a prefill, with or without `continue_final_message`) and goes on from it, but the
+/// message it answers holds the reply so far before the new tokens. The check sees that, and
+/// chat mode cuts the repeat off, so a continued reply gets only what comes next.
+#[test]
+fn llama_servers_chat_endpoint_repeats_the_reply_so_far_and_chat_mode_cuts_it_off() {
+    let Some(model) = support::model(SMOLLM2) else {
+        return;
+    };
+    let Some(server) = LlamaServer::start(&model) else {
+        return;
+    };
+    let mut config = CloudConfig::new(&server.base_url);
+    config.mode = CloudMode::Chat;
+    let mut cloud = CloudClient::new(config).unwrap();
+    assert_eq!(cloud.check_continuation(&|| false), Ok(()));
+    let messages = [Message::user("Count from 1 to 10, separated by commas.")];
+    let reply = || "1, 2, 3, 4,".to_owned();
+    let answer = cloud
+        .complete(&CloudRequest {
+            ids: &[],
+            text: &String::new,
+            messages: &messages,
+            reply: &reply,
+            max_tokens: 3,
+            stop: &|| false,
+        })
+        .unwrap();
+    assert!(
+        answer.text.trim_start().starts_with('5'),
+        "only what comes next: {:?}",
+        answer.text
+    );
 }

@@ -5,7 +5,9 @@
 //! answers `/v1/completions` and `/v1/chat/completions` with tokens replayed from a
 //! [`Script`], records every request, and applies queued [`Fault`]s one per request.
 //! It has no `/tokenize` endpoint on purpose: the client reads that 404 as "the vocabulary
-//! is not shared".
+//! is not shared". A chat request that asks to continue the reply so far is continued or
+//! answered afresh, as the script's [`ChatContinuation`] says, so both kinds of chat
+//! endpoint can be played.
 //!
 //! ```
 //! use tandem_fake_cloud::{FakeCloud, Fault, Script};
@@ -33,6 +35,7 @@
 //! The `tandem-fake-cloud` binary serves the same fake for end-to-end tests of the app. The
 //! real peers (test models, llama.cpp's `llama-server`) are in `tandem-test-peers`.
 
+mod continuation;
 mod fault;
 mod request;
 mod response;
@@ -41,6 +44,7 @@ mod script;
 mod server;
 mod state;
 
+pub use continuation::ChatContinuation;
 pub use fault::{Fault, FOREIGN_ID};
 pub use script::{Script, ScriptToken};
 pub use server::FakeCloud;

@@ -21,6 +21,10 @@ struct Args {
     /// Require `Authorization: Bearer KEY` on every request.
     #[arg(long, value_name = "KEY")]
     api_key: Option<String>,
+    /// Answer chat requests afresh, ignoring `continue_final_message`, as OpenAI's chat API
+    /// does (by default a count in the reply so far is continued, as vLLM does).
+    #[arg(long)]
+    ignore_continuation: bool,
 }
 
 fn main() -> std::io::Result<()> {
@@ -29,6 +33,9 @@ fn main() -> std::io::Result<()> {
     let mut script = Script::cycle(&pieces);
     if let Some(key) = &args.api_key {
         script = script.requiring_key(key);
+    }
+    if args.ignore_continuation {
+        script = script.ignoring_continuation();
     }
     let cloud = FakeCloud::start_on(args.port, script)?;
     let mut stdout = std::io::stdout().lock();

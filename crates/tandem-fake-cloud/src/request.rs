@@ -38,6 +38,9 @@ pub(crate) struct Asked {
     pub stream: bool,
     /// Whether to include llama-server style logprobs.
     pub logprobs: bool,
+    /// The reply so far, when a chat request asks to continue it: the text of its final
+    /// message, sent as an assistant message with `continue_final_message`.
+    pub continued: Option<String>,
 }
 
 /// `max_tokens` when the request leaves it out, as OpenAI's legacy API does.
@@ -58,6 +61,7 @@ impl Asked {
                         as usize,
                     stream: request.generation.stream,
                     logprobs: request.logprobs.and_then(|l| l.alternatives()).is_some(),
+                    continued: None,
                 }
             }
             Endpoint::Chat => {
@@ -71,11 +75,20 @@ impl Asked {
                     max_tokens: request.token_limit().unwrap_or(DEFAULT_MAX_TOKENS) as usize,
                     stream: request.generation.stream,
                     logprobs: request.logprob_alternatives().is_some(),
+                    continued: reply_to_continue(&request),
                 }
             }
         };
         Ok(asked)
     }
+}
+
+/// The final message's text when `request` asks to continue it: an assistant message, sent
+/// with `continue_final_message: true`.
+fn reply_to_continue(request: &ChatRequest) -> Option<String> {
+    let last = request.messages.last()?;
+    let continues = request.continue_final_message == Some(true) && last.role == "assistant";
+    continues.then(|| last.content.texts().concat())
 }
 
 fn content_words(content: &MessageContent) -> usize {
@@ -119,6 +132,7 @@ mod tests {
                 max_tokens: 16,
                 stream: false,
                 logprobs: false,
+                continued: None,
             }
         );
     }
@@ -149,6 +163,23 @@ mod tests {
         let request = parse(Endpoint::Chat, body);
         assert_eq!(request.prompt_tokens, 5);
         assert_eq!(request.max_tokens, 3);
+    }
+
+    #[test]
+    fn only_a_final_assistant_message_sent_with_the_flag_is_continued() {
+        let count = json!({"role": "assistant", "content": "1, 2,"});
+        let user = json!({"role": "user", "content": "count"});
+        for (messages, flag, expected) in [
+            (json!([user, count]), json!(true), Some("1, 2,")),
+            (json!([user, count]), json!(false), None),
+            (json!([user, count]), Value::Null, None),
+            (json!([count, user]), json!(true), None),
+            (json!([]), json!(true), None),
+        ] {
+            let body = json!({"messages": messages, "continue_final_message": flag});
+            let request = parse(Endpoint::Chat, body.clone());
+            assert_eq!(request.continued.as_deref(), expected, "{body}");
+        }
     }
 
     #[test]

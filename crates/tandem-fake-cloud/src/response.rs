@@ -40,7 +40,7 @@ pub(crate) struct Answer<'a> {
     /// Model name echoed back.
     pub model: &'a str,
     /// The tokens answered, in order.
-    pub tokens: Vec<&'a ScriptToken>,
+    pub tokens: Vec<ScriptToken>,
     /// Prompt size reported in `usage`.
     pub prompt_tokens: usize,
     /// Whether to include logprobs.
@@ -75,7 +75,7 @@ impl Answer<'_> {
         let created = unix_now();
         let chunks = self.tokens.iter().map(|token| {
             let choice = Choice {
-                logprobs: self.logprobs_of(&[token]),
+                logprobs: self.logprobs_of(std::slice::from_ref(token)),
                 ..Choice::carrying(self.endpoint, true, token.text.clone())
             };
             self.envelope(true, created, choice)
@@ -125,7 +125,7 @@ impl Answer<'_> {
         }
     }
 
-    fn logprobs_of(&self, tokens: &[&ScriptToken]) -> Option<Logprobs> {
+    fn logprobs_of(&self, tokens: &[ScriptToken]) -> Option<Logprobs> {
         self.logprobs.then(|| Logprobs {
             content: Some(
                 tokens

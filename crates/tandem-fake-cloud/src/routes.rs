@@ -107,9 +107,10 @@ async fn complete(
         endpoint,
         number,
         model: &shared.script.model,
-        tokens: shared
-            .script
-            .answer(distortion.tokens.unwrap_or(request.max_tokens)),
+        tokens: shared.script.answer_after(
+            request.continued.as_deref(),
+            distortion.tokens.unwrap_or(request.max_tokens),
+        ),
         prompt_tokens: request.prompt_tokens,
         logprobs: request.logprobs,
         foreign_ids: distortion.foreign_ids,

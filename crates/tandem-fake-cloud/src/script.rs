@@ -2,7 +2,11 @@
 //!
 //! The answer is a fixed list of tokens replayed cyclically from the start for every request,
 //! so the same request always gets the same answer and a test can predict every token the
-//! engine will receive from the cloud.
+//! engine will receive from the cloud. The one exception is a chat request to continue a
+//! count, which an endpoint that honours continuation answers with the next numbers (see
+//! [`ChatContinuation`]).
+
+use crate::continuation::ChatContinuation;
 
 /// What the fake answers with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +17,8 @@ pub struct Script {
     pub model: String,
     /// When set, requests must carry `Authorization: Bearer <api_key>` or they get a 401.
     pub api_key: Option<String>,
+    /// Whether chat requests that ask to continue the reply so far are continued.
+    pub chat: ChatContinuation,
 }
 
 /// One scripted token.
@@ -26,7 +32,8 @@ pub struct ScriptToken {
 
 impl Script {
     /// Every completion returns `max_tokens` tokens (default 16 if absent) taken cyclically from
-    /// `pieces`, without ids. The model is named `fake-cloud` and no API key is required.
+    /// `pieces`, without ids. The model is named `fake-cloud`, no API key is required and chat
+    /// requests are continued ([`ChatContinuation::Honours`]).
     pub fn cycle(pieces: &[&str]) -> Script {
         Script {
             tokens: pieces
@@ -38,6 +45,7 @@ impl Script {
                 .collect(),
             model: "fake-cloud".to_owned(),
             api_key: None,
+            chat: ChatContinuation::Honours,
         }
     }
 
@@ -64,9 +72,29 @@ impl Script {
         self
     }
 
+    /// Chat requests are answered afresh from the script, as if the final assistant message
+    /// they ask to continue were not there (as OpenAI's chat API does).
+    pub fn ignoring_continuation(mut self) -> Script {
+        self.chat = ChatContinuation::Ignores;
+        self
+    }
+
     /// The answer to a request for `max_tokens` tokens.
     pub(crate) fn answer(&self, max_tokens: usize) -> Vec<&ScriptToken> {
         self.tokens.iter().cycle().take(max_tokens).collect()
+    }
+
+    /// The answer to a request for `max_tokens` tokens that asks to continue `reply` (the
+    /// final assistant message of a chat request with `continue_final_message`), if any.
+    pub(crate) fn answer_after(&self, reply: Option<&str>, max_tokens: usize) -> Vec<ScriptToken> {
+        let continued = reply.and_then(|reply| self.chat.continue_reply(reply, max_tokens));
+        match continued {
+            Some(pieces) => pieces
+                .into_iter()
+                .map(|text| ScriptToken { text, id: None })
+                .collect(),
+            None => self.answer(max_tokens).into_iter().cloned().collect(),
+        }
     }
 
     /// Whether a request with this `Authorization` header value may be answered.
@@ -112,6 +140,22 @@ mod tests {
     #[should_panic(expected = "one id per token")]
     fn ids_of_the_wrong_length_panic() {
         let _ = Script::cycle(&["a", "b"]).with_ids(&[1]);
+    }
+
+    #[test]
+    fn a_count_to_continue_is_continued_only_where_continuation_is_honoured() {
+        let count = Some("1, 2, 3,");
+        let honouring = Script::cycle(&["a"]);
+        let owned =
+            |tokens: Vec<ScriptToken>| tokens.into_iter().map(|t| t.text).collect::<Vec<_>>();
+        assert_eq!(owned(honouring.answer_after(count, 2)), [" 4", ","]);
+        assert_eq!(
+            owned(honouring.answer_after(Some("The sky"), 2)),
+            ["a", "a"]
+        );
+        assert_eq!(owned(honouring.answer_after(None, 1)), ["a"]);
+        let ignoring = honouring.ignoring_continuation();
+        assert_eq!(owned(ignoring.answer_after(count, 2)), ["a", "a"]);
     }
 
     #[test]

@@ -205,6 +205,42 @@ fn chat_completion_answers_with_an_assistant_message() {
     );
 }
 
+/// A chat request asking to continue `reply`, a final assistant message.
+fn continue_request(reply: &str) -> Value {
+    json!({
+        "messages": [
+            {"role": "user", "content": "Count from 1 to 20, separated by commas."},
+            {"role": "assistant", "content": reply},
+        ],
+        "continue_final_message": true,
+        "add_generation_prompt": false,
+        "max_tokens": 3,
+    })
+}
+
+fn chat_text(cloud: &FakeCloud, body: &Value) -> Value {
+    post_ok(cloud, "/chat/completions", body)["choices"][0]["message"]["content"].clone()
+}
+
+#[test]
+fn an_honouring_chat_endpoint_continues_a_count_and_scripts_the_rest() {
+    let cloud = start(Script::cycle(&["Sure", "!"]));
+    let count = continue_request("1, 2, 3, 4, 5, 6, 7, 8,");
+    assert_eq!(chat_text(&cloud, &count), " 9, 10");
+    // Without the flag the reply so far is a finished turn: a fresh (scripted) answer.
+    let mut finished = count.clone();
+    finished["continue_final_message"] = json!(false);
+    assert_eq!(chat_text(&cloud, &finished), "Sure!Sure");
+    assert_eq!(chat_text(&cloud, &continue_request("The sky")), "Sure!Sure");
+}
+
+#[test]
+fn an_ignoring_chat_endpoint_answers_afresh_whatever_it_is_asked_to_continue() {
+    let cloud = start(Script::cycle(&["1", ",", " 2"]).ignoring_continuation());
+    let count = continue_request("1, 2, 3, 4, 5, 6, 7, 8,");
+    assert_eq!(chat_text(&cloud, &count), "1, 2");
+}
+
 #[test]
 fn streamed_chat_sends_deltas_then_done() {
     let cloud = start(Script::cycle(&["Hi", " there"]));
@@ -470,6 +506,7 @@ fn start_on_uses_the_given_port() {
 fn binary_prints_its_address_and_serves_the_script() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tandem-fake-cloud"))
         .args(["--token", "x", "--token", "y", "--api-key", "sk-bin"])
+        .arg("--ignore-continuation")
         .stdout(Stdio::piped())
         .spawn()
         .expect("binary starts");
@@ -492,6 +529,15 @@ fn binary_prints_its_address_and_serves_the_script() {
             .json()
             .unwrap();
         assert_eq!(answer["choices"][0]["text"], "xyx");
+        let fresh: Value = Client::new()
+            .post(format!("{base_url}/chat/completions"))
+            .bearer_auth("sk-bin")
+            .json(&continue_request("1, 2, 3, 4, 5, 6, 7, 8,"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(fresh["choices"][0]["message"]["content"], "xyx");
     });
     child.kill().unwrap();
     child.wait().unwrap();

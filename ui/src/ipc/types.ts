@@ -16,6 +16,7 @@ export type ErrorKind =
   | "cloud_unreachable"
   | "cloud_wrong_key"
   | "cloud_model_not_found"
+  | "cloud_no_continuation"
   | "cloud_error"
   | "storage";
 
@@ -33,6 +34,7 @@ export const ERROR_KINDS = [
   "cloud_unreachable",
   "cloud_wrong_key",
   "cloud_model_not_found",
+  "cloud_no_continuation",
   "cloud_error",
   "storage",
 ] as const satisfies readonly ErrorKind[];

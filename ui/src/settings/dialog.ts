@@ -30,6 +30,7 @@ const TEST_LABELS: Partial<Record<ErrorKind, string>> = {
   cloud_wrong_key: "Wrong key",
   cloud_unreachable: "Unreachable",
   cloud_model_not_found: "Model not found",
+  cloud_no_continuation: "Does not continue replies",
   cloud_error: "Error",
 };
 

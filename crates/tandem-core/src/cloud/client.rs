@@ -5,7 +5,10 @@
 //! while it is short, and a typed error for everything else so the loop can fall back to
 //! the edge token at once.
 
-use super::{ApiKey, Arrival, Cloud, CloudError, CloudReply, CloudRequest, InFlight, STOP_POLL};
+use super::continuation::{self, Continuation};
+use super::{
+    Answered, ApiKey, Arrival, Cloud, CloudError, CloudReply, CloudRequest, InFlight, STOP_POLL,
+};
 use crate::edge::TokenId;
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::CONTENT_TYPE;
@@ -80,13 +83,15 @@ impl CloudConfig {
 }
 
 /// A blocking client for one endpoint; remembers whether the endpoint shares the edge
-/// vocabulary. Clones share their connections and what they learnt of the endpoint, so every
-/// conversation after the first starts without a new connection or a vocabulary check: on a
-/// real network each would cost the first token a round trip.
+/// vocabulary and, in chat mode, whether it continues a partial reply. Clones share their
+/// connections and what they learnt of the endpoint, so every conversation after the first
+/// starts without a new connection or a check: on a real network each would cost the first
+/// token a round trip.
 #[derive(Clone)]
 pub struct CloudClient {
     exchange: Exchange,
     shares_vocab: Arc<OnceLock<bool>>,
+    continuation: Arc<OnceLock<Continuation>>,
 }
 
 /// What an HTTP exchange with the endpoint needs, owned, so a completion can run on a thread
@@ -116,6 +121,7 @@ impl CloudClient {
         Ok(Self {
             exchange: Exchange { http, config },
             shares_vocab: Arc::default(),
+            continuation: Arc::default(),
         })
     }
 
@@ -137,6 +143,58 @@ impl CloudClient {
             }
         }
         Ok(ids)
+    }
+
+    /// Checks that the endpoint continues a partial reply sent as a final assistant message,
+    /// as chat mode needs: asked once with a probe whose continuation is certain, then
+    /// remembered. [`CloudError::NoContinuation`] when it writes a fresh answer instead; any
+    /// other error when the probe got no answer to judge (nothing is remembered then, so the
+    /// next call asks again). `stop` ends the wait as it does for a completion.
+    pub fn check_continuation(&self, stop: &dyn Fn() -> bool) -> Result<(), CloudError> {
+        self.continuation(stop).map(|_| ())
+    }
+
+    /// What the endpoint does with a partial reply ([`Self::check_continuation`]); never
+    /// [`Continuation::Restarts`].
+    fn continuation(&self, stop: &dyn Fn() -> bool) -> Result<Continuation, CloudError> {
+        let verdict = match self.continuation.get() {
+            Some(known) => known.clone(),
+            None => {
+                let probe = continuation::probe_request(self.config().model.clone());
+                let answered = self.dispatch(Endpoint::Chat, &probe);
+                let body = wait_for(|wait| receive(&answered, wait).map(|a| a.0), stop)?;
+                let answer = read_reply(&body, continuation::PROBE_TOKENS as usize, false)?;
+                self.continuation
+                    .get_or_init(|| Continuation::judge(&answer.text))
+                    .clone()
+            }
+        };
+        match verdict {
+            Continuation::Continues | Continuation::Repeats => Ok(verdict),
+            Continuation::Restarts { answered } => Err(CloudError::NoContinuation {
+                endpoint: self.config().base_url.clone(),
+                answered,
+            }),
+        }
+    }
+
+    /// The chat request for `request`, once the endpoint is known to continue a reply when
+    /// the request carries one to continue (a request for a reply's first tokens asks for a
+    /// fresh answer, which every chat endpoint gives), and the reply so far where the endpoint
+    /// repeats it before its continuation.
+    fn continuing_chat_request(
+        &self,
+        request: &CloudRequest<'_>,
+    ) -> Result<(ChatRequest, Option<String>), CloudError> {
+        let chat = self.chat_request(request);
+        if chat.continue_final_message != Some(true) {
+            return Ok((chat, None));
+        }
+        let repeated = match self.continuation(request.stop)? {
+            Continuation::Repeats => Some((request.reply)()),
+            _ => None,
+        };
+        Ok((chat, repeated))
     }
 
     /// The completion request for `request`, its prompt as edge token ids when `as_ids`.
@@ -212,22 +270,61 @@ struct Pending {
     answered: Receiver<Answer>,
     max_tokens: usize,
     as_ids: bool,
+    /// The reply so far, where the endpoint answers with it before its continuation.
+    repeated: Option<String>,
 }
 
 impl InFlight for Pending {
     fn poll(&mut self, wait: Duration) -> Option<Arrival> {
-        let (body, at) = match self.answered.recv_timeout(wait) {
-            Ok(answer) => answer,
-            Err(RecvTimeoutError::Timeout) => return None,
-            Err(RecvTimeoutError::Disconnected) => (
-                Err(CloudError::Malformed {
-                    detail: "the request ended without an answer".into(),
-                }),
-                Instant::now(),
-            ),
-        };
-        let result = body.and_then(|body| read_reply(&body, self.max_tokens, self.as_ids));
+        let (body, at) = receive(&self.answered, wait)?;
+        let mut result = body.and_then(|body| read_reply(&body, self.max_tokens, self.as_ids));
+        if let Some(repeated) = &self.repeated {
+            result = result.and_then(|reply| without_repeat(reply, repeated));
+        }
         Some(Arrival { result, at })
+    }
+}
+
+/// An answer from an endpoint that repeats the reply so far before its continuation, with
+/// the repeat cut off; an answer that does not begin with the reply is not used at all.
+fn without_repeat(mut reply: CloudReply, repeated: &str) -> Result<CloudReply, CloudError> {
+    let Some(continuation) = reply.text.strip_prefix(repeated) else {
+        return Err(CloudError::Malformed {
+            detail: "the chat endpoint did not repeat the reply so far before going on, as it \
+                     did when checked, so its answer was not used"
+                .into(),
+        });
+    };
+    reply.text = continuation.to_owned();
+    Ok(reply)
+}
+
+/// The answer on `answered`, if it comes within `wait`.
+fn receive(answered: &Receiver<Answer>, wait: Duration) -> Option<Answer> {
+    match answered.recv_timeout(wait) {
+        Ok(answer) => Some(answer),
+        Err(RecvTimeoutError::Timeout) => None,
+        Err(RecvTimeoutError::Disconnected) => Some((
+            Err(CloudError::Malformed {
+                detail: "the request ended without an answer".into(),
+            }),
+            Instant::now(),
+        )),
+    }
+}
+
+/// Polls for an answer every [`STOP_POLL`] until it comes or the user presses Stop.
+fn wait_for<T>(
+    mut poll: impl FnMut(Duration) -> Option<Result<T, CloudError>>,
+    stop: &dyn Fn() -> bool,
+) -> Result<T, CloudError> {
+    loop {
+        if let Some(answer) = poll(STOP_POLL) {
+            return answer;
+        }
+        if stop() {
+            return Err(CloudError::Stopped);
+        }
     }
 }
 
@@ -426,29 +523,35 @@ impl Cloud for CloudClient {
     /// Waits for the answer, asking every [`STOP_POLL`] whether the user pressed Stop.
     fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
         let mut in_flight = self.send(request);
-        loop {
-            if let Some(arrival) = in_flight.poll(STOP_POLL) {
-                return arrival.result;
-            }
-            if (request.stop)() {
-                return Err(CloudError::Stopped);
-            }
-        }
+        wait_for(|wait| in_flight.poll(wait).map(|a| a.result), request.stop)
     }
 
     fn send(&mut self, request: &CloudRequest<'_>) -> Box<dyn InFlight> {
         let as_ids = self.shares_vocab.get() == Some(&true);
+        let mut repeated = None;
         let answered = match self.config().mode {
             CloudMode::Completions => self.dispatch(
                 Endpoint::Completions,
                 &self.completion_request(request, as_ids),
             ),
-            CloudMode::Chat => self.dispatch(Endpoint::Chat, &self.chat_request(request)),
+            CloudMode::Chat => match self.continuing_chat_request(request) {
+                Ok((chat, reply)) => {
+                    repeated = reply;
+                    self.dispatch(Endpoint::Chat, &chat)
+                }
+                Err(error) => {
+                    return Box::new(Answered(Some(Arrival {
+                        result: Err(error),
+                        at: Instant::now(),
+                    })))
+                }
+            },
         };
         Box::new(Pending {
             answered,
             max_tokens: request.max_tokens as usize,
             as_ids,
+            repeated,
         })
     }
 }

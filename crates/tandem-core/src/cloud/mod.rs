@@ -5,6 +5,7 @@
 //! panics: the loop turns each one into a notice and keeps the edge token.
 
 mod client;
+mod continuation;
 mod presets;
 mod settings;
 
@@ -142,6 +143,24 @@ pub enum CloudError {
     /// The user stopped the reply while the request was in flight.
     #[error("stopped while waiting for the cloud")]
     Stopped,
+    /// A chat endpoint answers a partial reply with something other than what comes next: a
+    /// fresh answer (it ignores `continue_final_message`) or the reply so far again, so its
+    /// tokens cannot be spliced into a reply.
+    #[error(
+        "the cloud at {endpoint} does not continue a reply as chat mode needs: asked to go on \
+         after \"{partial}\", it answered {answered:?} (a fresh answer, or the reply so far \
+         again, instead of what comes next), so Tandem will not splice its tokens into a reply \
+         once begun and replies go on locally; use completions mode, or a chat server that \
+         continues a final assistant message with `continue_final_message` (such as vLLM or \
+         SGLang)",
+        partial = continuation::PARTIAL_REPLY
+    )]
+    NoContinuation {
+        /// The base URL.
+        endpoint: String,
+        /// What it answered to the continuation probe (cut short).
+        answered: String,
+    },
 }
 
 /// What a failure means for the user, whatever the transport said: the vocabulary front
@@ -154,6 +173,8 @@ pub enum CloudErrorKind {
     WrongKey,
     /// The server has no such model or endpoint.
     ModelNotFound,
+    /// A chat endpoint answers a partial reply afresh (or repeats it) instead of continuing it.
+    NoContinuation,
     /// Anything else (rate limits, server errors, malformed replies).
     Other,
 }
@@ -167,11 +188,20 @@ impl CloudError {
             }
             CloudError::Unauthorized { .. } => CloudErrorKind::WrongKey,
             CloudError::NotFound { .. } => CloudErrorKind::ModelNotFound,
+            CloudError::NoContinuation { .. } => CloudErrorKind::NoContinuation,
             CloudError::RateLimited
             | CloudError::Server { .. }
             | CloudError::Malformed { .. }
             | CloudError::Stopped => CloudErrorKind::Other,
         }
+    }
+
+    /// Whether asking this cloud again, within this reply or any other, cannot help: a
+    /// verdict about the endpoint itself, reached by the client's own probe, rather than
+    /// the failure of one request, so the decode loop can stop asking at once instead of
+    /// counting failures.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, CloudError::NoContinuation { .. })
     }
 }
 

@@ -863,3 +863,51 @@ fn stop_while_the_cloud_is_away_ends_the_reply_without_its_answer() {
     assert!(tokens(&sink.1).is_empty());
     assert_eq!(edge.cached, [5, 6, 7], "nothing drafted stays in the cache");
 }
+
+#[test]
+fn an_endpoint_that_cannot_continue_is_asked_once_and_the_reply_goes_on_locally() {
+    struct Restarting(u32);
+    impl Cloud for Restarting {
+        fn endpoint(&self) -> &str {
+            "scripted://chat"
+        }
+        fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
+            Ok(false)
+        }
+        fn complete(&mut self, _: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+            self.0 += 1;
+            Err(CloudError::NoContinuation {
+                endpoint: "scripted://chat".into(),
+                answered: "1, 2, 3".into(),
+            })
+        }
+    }
+    let mut edge = ScriptedEdge::new(|_| 5.0);
+    let mut cloud = Restarting(0);
+    let live = LiveBudget::new(CloudBudget::share(1.0));
+    let mut events = Vec::new();
+    let c = Collaboration {
+        edge: &mut edge,
+        cloud: Some(&mut cloud),
+        router: &EntropyRouter,
+        budget: &live,
+        messages: &[],
+    };
+    generate(c, &[1], &DecodeOptions::default(), &mut |e: Event| {
+        events.push(e);
+        true
+    })
+    .unwrap();
+    assert_eq!(cloud.0, 1, "no second request");
+    assert!(tokens(&events).iter().all(|(_, s)| *s == TokenSource::Edge));
+    let notices: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { kind, message } => Some((*kind, message.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0].0, NoticeKind::CloudUnavailable);
+    assert!(notices[0].1.contains("finishing this reply locally"));
+}
