@@ -51,13 +51,19 @@ fn deadline(text: &str) -> Result<f64, String> {
 pub fn run(args: Args) -> Result<()> {
     let paths = Paths::discover();
     let config = settings::load(args.config.as_deref(), &paths)?;
-    let model = args.model.unwrap_or(config.serve.model);
-    let model_path = models::resolve(&model, &paths.models())?;
     let host = args.host.unwrap_or(config.serve.host);
     let port = args.port.unwrap_or(config.serve.port);
     let addr: SocketAddr = format!("{host}:{port}")
         .parse()
         .with_context(|| format!("'{host}:{port}' is not an address to bind"))?;
+    let access = Access::from_env();
+    anyhow::ensure!(
+        addr.ip().is_loopback() || access.needs_key(),
+        "refusing to serve on {addr} without a key: anyone who reaches this machine could use \
+         the model. Set {API_KEY_VAR} (clients send it as a bearer key), or bind 127.0.0.1"
+    );
+    let model = args.model.unwrap_or(config.serve.model);
+    let model_path = models::resolve(&model, &paths.models())?;
     let engine = ModelThread::start(ServeOptions {
         model_path,
         model_name: model.clone(),
@@ -73,7 +79,6 @@ pub fn run(args: Args) -> Result<()> {
         deadline: std::time::Duration::from_secs_f64(args.deadline),
     })
     .with_context(|| format!("loading {model}"))?;
-    let access = Access::from_env();
     tandem_serve::serve_until_interrupted(engine, addr, access.clone(), |bound| {
         let mut stdout = std::io::stdout().lock();
         let key = match access.needs_key() {

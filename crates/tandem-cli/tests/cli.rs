@@ -899,36 +899,9 @@ fn open_prompts_are_not_mixed_with_graded_rows_nor_labelled_by_continuation() {
 #[test]
 fn serve_takes_only_json_from_key_holders_and_refuses_huge_bodies() {
     let Some(model) = smollm2() else { return };
-    use std::io::BufRead;
     let home = tempfile::tempdir().unwrap();
-    /// The server dies with the test, passed or failed.
-    struct Server(std::process::Child);
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut server = Server(
-        tandem(home.path())
-            .args(["serve", "--port", "0", "--threads", "1", "--context", "512"])
-            .arg("--model")
-            .arg(&model)
-            .env("TANDEM_SERVE_API_KEY", "sk-local-test")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    std::io::BufReader::new(server.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
+    let (_server, line) = serve(home.path(), &model, Some("sk-local-test"));
+    let base = served_url(&line);
     assert!(line.contains("TANDEM_SERVE_API_KEY"), "{line}");
     // A fresh connection per request: the server closes one whose body it refused to read.
     let http = reqwest::blocking::Client::builder()
@@ -1073,4 +1046,90 @@ fn train_router_judged_reads_the_stand_in_in_process_and_refuses_what_it_cannot_
     let examples: std::collections::BTreeSet<u32> = set.records.iter().map(|r| r.example).collect();
     assert_eq!(examples.len(), 3);
     assert!(set.header.prompt.ends_with("(judged)"));
+}
+
+/// `tandem serve` dies with the test, passed or failed.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `tandem serve` on a free loopback port (with `key` as its API key) and returns it
+/// with the line it printed once listening.
+fn serve(home: &std::path::Path, model: &std::path::Path, key: Option<&str>) -> (Server, String) {
+    use std::io::BufRead;
+    let mut command = tandem(home);
+    command
+        .args(["serve", "--port", "0", "--threads", "1", "--context", "512"])
+        .arg("--model")
+        .arg(model)
+        .env_remove("TANDEM_SERVE_API_KEY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    if let Some(key) = key {
+        command.env("TANDEM_SERVE_API_KEY", key);
+    }
+    let mut server = Server(command.spawn().unwrap());
+    let mut line = String::new();
+    std::io::BufReader::new(server.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (server, line)
+}
+
+/// The base URL in `tandem serve`'s "listening on" line.
+fn served_url(line: &str) -> String {
+    line.split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned()
+}
+
+/// Without a key, `tandem serve` answers only requests that name this machine and come from
+/// no web page or one on this machine: what a page on another site sends (its own `Host`
+/// after a DNS rebinding, its `Origin`, a body with no content type) is refused.
+#[test]
+fn serve_without_a_key_answers_only_this_machine() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let (_server, line) = serve(home.path(), &model, None);
+    let base = served_url(&line);
+    let http = reqwest::blocking::Client::new();
+    let status = |r: reqwest::blocking::RequestBuilder| r.send().unwrap().status().as_u16();
+    let ask = || {
+        http.post(format!("{base}/completions"))
+            .json(&serde_json::json!({"prompt": "Hi", "max_tokens": 1}))
+    };
+    assert_eq!(status(ask()), 200);
+    assert_eq!(
+        status(ask().header("Origin", format!("http://127.0.0.1:{}", 1420))),
+        200
+    );
+    assert_eq!(status(ask().header("Host", "rebound.example:8081")), 421);
+    assert_eq!(status(ask().header("Origin", "https://evil.example")), 403);
+    assert_eq!(status(ask().header("Origin", "null")), 403);
+    let no_content_type = http
+        .post(format!("{base}/completions"))
+        .body(r#"{"prompt":"hi","max_tokens":1}"#);
+    assert_eq!(status(no_content_type), 415);
+}
+
+#[test]
+fn serve_refuses_to_listen_beyond_this_machine_without_a_key() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tandem(home.path())
+        .args(["serve", "--host", "0.0.0.0", "--port", "0"])
+        .env_remove("TANDEM_SERVE_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("without a key") && said.contains("TANDEM_SERVE_API_KEY"),
+        "{said}"
+    );
 }

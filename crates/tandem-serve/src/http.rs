@@ -164,8 +164,7 @@ fn unavailable(message: impl std::fmt::Display) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, message, "server_error")
 }
 
-/// A request body read as JSON (declared so, or undeclared as some clients send it); another
-/// content type is a 415, a body over [`MAX_BODY`] a 413, one that cannot be read a 400, all
+/// A request body read as JSON (declared so); another content type, or none, is a 415, a body over [`MAX_BODY`] a 413, one that cannot be read a 400, all
 /// in OpenAI's error shape.
 struct WireBody<T>(T);
 
