@@ -176,6 +176,7 @@ fn streaming_chat_and_models_and_errors_speak_openai() {
 
     let bad = reqwest::blocking::Client::new()
         .post(format!("{base}/completions"))
+        .header("Content-Type", "application/json")
         .body("{not json")
         .send()
         .unwrap();

@@ -56,6 +56,14 @@ pub(super) fn fetch(
                 ))
             }
         };
+        if done + n as u64 > total {
+            drop(file);
+            let _ = std::fs::remove_file(partial);
+            return Err(format!(
+                "the server sent more than the model's {total} bytes; stopped there and \
+                 deleted the download (a wrong or hostile mirror)"
+            ));
+        }
         file.write_all(&buffer[..n])
             .map_err(|e| format!("writing {}: {e}", partial.display()))?;
         done += n as u64;
@@ -206,5 +214,36 @@ mod tests {
             std::fs::metadata(&partial).unwrap().len(),
             body.len() as u64 / 2
         );
+    }
+
+    /// A server that sends more than the model's size is cut off at it, and the pull fails
+    /// without filling the disk or installing anything.
+    #[test]
+    fn a_download_past_the_expected_size_is_stopped() {
+        let body = body();
+        let (url, _ranges) = flaky_server(body.clone(), Duration::ZERO);
+        let dir = tempfile::tempdir().unwrap();
+        let mut expected = entry(&body, url);
+        expected.bytes = 1000;
+        let err = pull(&expected, dir.path(), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than the model's 1000 bytes"), "{err}");
+        assert!(!dir.path().join("model.gguf.part").exists());
+        assert!(!dir.path().join("model.gguf").exists());
+    }
+
+    /// A file of the right size but the wrong content where a pulled model should be is
+    /// verified, found wrong, and replaced by a verified download.
+    #[test]
+    fn a_same_size_file_in_place_of_the_model_is_replaced() {
+        let body = body();
+        let (url, ranges) = flaky_server(body.clone(), Duration::ZERO);
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("model.gguf");
+        std::fs::write(&target, vec![0u8; body.len()]).unwrap();
+        let path = pull(&entry(&body, url), dir.path(), &mut |_| {}).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), body);
+        assert_eq!(ranges.recv().unwrap(), None, "it was downloaded");
     }
 }

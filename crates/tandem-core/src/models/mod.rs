@@ -138,10 +138,18 @@ pub fn find(name: &str) -> Option<CatalogueEntry> {
     catalogue().into_iter().find(|m| m.name == name)
 }
 
-/// A model argument: a path to a GGUF file, or a pulled catalogue name.
+/// A model argument: a path to a GGUF file, or a pulled catalogue name. Only an argument
+/// that looks like a path (it holds a separator or ends in `.gguf`) is read as one: a bare
+/// name is a catalogue name, so a file of that name in the working folder is never loaded in
+/// place of the verified download.
 pub fn resolve(name_or_path: &str, models_dir: &Path) -> Result<PathBuf, ModelError> {
     let as_path = Path::new(name_or_path);
-    if as_path.is_file() {
+    let looks_like_path = name_or_path.contains(std::path::MAIN_SEPARATOR)
+        || name_or_path.contains('/')
+        || as_path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+    if looks_like_path && as_path.is_file() {
         return Ok(as_path.to_owned());
     }
     let Some(entry) = find(name_or_path) else {
@@ -179,7 +187,7 @@ pub fn pull(
     progress: &mut dyn FnMut(PullProgress),
 ) -> Result<PathBuf, ModelError> {
     let target = models_dir.join(&entry.file);
-    if target.is_file() && target.metadata().map(|m| m.len()).ok() == Some(entry.bytes) {
+    if verified_before(entry, &target) {
         progress(PullProgress {
             done: entry.bytes,
             total: entry.bytes,
@@ -236,7 +244,46 @@ fn install(entry: &CatalogueEntry, partial: &Path, target: &Path) -> Result<Path
     }
     std::fs::rename(partial, target)
         .map_err(io_error(format!("moving {} into place", entry.file)))?;
+    // Without the stamp the next pull hashes the file again: slower, never wrong.
+    let _ = std::fs::write(stamp_path(target), stamp(entry, target).unwrap_or_default());
     Ok(target.to_owned())
+}
+
+/// Whether `target` is the file a verified pull installed: its stamp names the entry's
+/// sha256, and the file's size and modification time are those it had then. A file replaced
+/// or grown since (even to the right size) is verified again, and if it fails, fetched anew.
+fn verified_before(entry: &CatalogueEntry, target: &Path) -> bool {
+    let stamped = std::fs::read_to_string(stamp_path(target)).ok();
+    if stamped.is_some() && stamped == stamp(entry, target) {
+        return true;
+    }
+    let verified = target.is_file() && verify(entry, target).is_ok();
+    if verified {
+        let _ = std::fs::write(stamp_path(target), stamp(entry, target).unwrap_or_default());
+    }
+    verified
+}
+
+/// What a verified file's stamp says: its sha256, size and modification time.
+fn stamp(entry: &CatalogueEntry, path: &Path) -> Option<String> {
+    let meta = path.metadata().ok()?;
+    let modified = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    Some(format!(
+        "{} {} {}",
+        entry.sha256,
+        meta.len(),
+        modified.as_nanos()
+    ))
+}
+
+/// Where the stamp of a verified model file lives (beside it, hidden).
+fn stamp_path(target: &Path) -> PathBuf {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    target.with_file_name(format!(".{name}.verified"))
 }
 
 /// Checks size and sha256 of a downloaded file.
@@ -327,6 +374,19 @@ mod tests {
         let file = dir.path().join("mine.gguf");
         std::fs::write(&file, b"x").unwrap();
         assert_eq!(resolve(file.to_str().unwrap(), dir.path()).unwrap(), file);
+    }
+
+    #[test]
+    fn a_bare_name_is_never_read_as_a_file_in_the_working_folder() {
+        // Tests run in the crate's folder, which holds a file named `Cargo.toml`.
+        assert!(Path::new("Cargo.toml").is_file());
+        let dir = tempfile::tempdir().unwrap();
+        let err = resolve("Cargo.toml", dir.path()).unwrap_err().to_string();
+        assert!(err.contains("unknown model 'Cargo.toml'"), "{err}");
+        assert_eq!(
+            resolve("./Cargo.toml", dir.path()).unwrap(),
+            Path::new("./Cargo.toml")
+        );
     }
 
     #[test]
