@@ -54,11 +54,20 @@ pub fn export<R: Runtime>(
 
 /// Writes `bytes` to a hidden file beside `path`, then renames it over `path`: a full disk
 /// leaves the old file whole. Unlike the data folder's own files (private), an export gets
-/// the permissions any new file of the user's gets.
+/// the permissions any new file of the user's gets. The hidden file is always created afresh:
+/// a leftover, or a link someone planted under its name, is removed rather than written
+/// through (a plain write would follow the link).
 fn write_beside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let partial = path.with_file_name(format!(".{name}.tandem-export"));
-    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
+    let _ = std::fs::remove_file(&partial);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&partial)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&partial, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
@@ -74,4 +83,22 @@ pub fn pick_model<R: Runtime>(app: &AppHandle<R>) -> Result<Option<PathBuf>, App
     let path = chosen(path)?;
     check_gguf(&path).map_err(|e| AppError::from(OpenError::Load(e)))?;
     Ok(Some(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_beside;
+
+    #[cfg(unix)]
+    #[test]
+    fn an_export_never_writes_through_a_link_planted_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        let export = dir.path().join("chat.md");
+        std::os::unix::fs::symlink(&victim, dir.path().join(".chat.md.tandem-export")).unwrap();
+        write_beside(&export, b"# chat").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        assert_eq!(std::fs::read_to_string(&export).unwrap(), "# chat");
+    }
 }

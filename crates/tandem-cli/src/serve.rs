@@ -22,7 +22,7 @@ pub struct Args {
     #[arg(long)]
     port: Option<u16>,
     /// CPU threads.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(tandem_core::config::MAX_THREADS)))]
     threads: Option<u32>,
     /// Context window in tokens.
     #[arg(long, default_value_t = 4096)]

@@ -53,7 +53,7 @@ pub struct Overrides {
     #[arg(long)]
     pub max_tokens: Option<u32>,
     /// CPU threads for the edge model.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(tandem_core::config::MAX_THREADS)))]
     pub threads: Option<u32>,
     /// Context window in tokens.
     #[arg(long)]

@@ -10,6 +10,10 @@ use crate::window::ContextPolicy;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// The most CPU threads a settings file may ask for: more is a typo, and llama.cpp takes the
+/// count as a 32-bit number.
+pub const MAX_THREADS: u32 = 1024;
+
 /// Everything a user can set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -182,6 +186,17 @@ impl Config {
             .validate()
             .map_err(|e| format!("[budget]: {e}"))?;
         config.chat_settings().validate()?;
+        if let Some(threads) = config.threads.filter(|t| !(1..=MAX_THREADS).contains(t)) {
+            return Err(format!(
+                "threads: {threads} is not a thread count (1 to {MAX_THREADS})"
+            ));
+        }
+        let timeout = config.cloud.timeout_secs;
+        if !(timeout.is_finite() && timeout > 0.0) {
+            return Err(format!(
+                "[cloud] timeout_secs: {timeout} is not a number of seconds above 0"
+            ));
+        }
         Ok(config)
     }
 
@@ -271,6 +286,21 @@ mod tests {
         std::fs::write(&path, "[budget]\nmax_share = nan\n").unwrap();
         let err = Config::load(&path).unwrap_err().to_string();
         assert!(err.contains("between 0 and 1"), "{err}");
+    }
+
+    #[test]
+    fn a_timeout_or_thread_count_that_is_no_number_is_refused_with_the_field_named() {
+        for (text, field) in [
+            ("[cloud]\ntimeout_secs = inf\n", "timeout_secs"),
+            ("[cloud]\ntimeout_secs = nan\n", "timeout_secs"),
+            ("[cloud]\ntimeout_secs = 0\n", "timeout_secs"),
+            ("threads = 0\n", "threads"),
+            ("threads = 4000000000\n", "threads"),
+        ] {
+            let err = Config::parse(text).unwrap_err();
+            assert!(err.contains(field), "{text}: {err}");
+        }
+        assert_eq!(Config::parse("threads = 8\n").unwrap().threads, Some(8));
     }
 
     proptest::proptest! {
