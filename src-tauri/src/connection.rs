@@ -39,6 +39,11 @@ pub fn test(shared: &Shared, cloud: CloudSettingsView, typed_key: Option<ApiKey>
         ..CloudSettings::default()
     };
     let (mut config, _) = CloudConfig::from_settings(&url, &settings);
+    // The environment's key is the configured cloud's: a URL being tried out gets its own.
+    let configured = shared.engine.ready().ok().and_then(|l| l.cloud.url.clone());
+    config.api_key = secrets::api_key_for_trial(&url, configured.as_deref())
+        .key
+        .map(|(key, _)| key);
     if let Some(key) = typed_key {
         match secrets::may_carry_key(&url) {
             true => config.api_key = Some(key),

@@ -77,7 +77,23 @@ fn unavailable(e: keyring::Error) -> KeyError {
 /// The key to send to `url`: the environment first, then the keyring entry saved for its
 /// origin; none over plain http to another machine.
 pub fn api_key(url: &str) -> KeyLookup {
-    let mut lookup = find(url);
+    withhold_from_plain_http(url, find(url))
+}
+
+/// The key to send to `url` while it is only being tried out (Test connection): the
+/// environment's key belongs to `configured`, the cloud the settings name, so another origin
+/// gets only a key saved for it.
+pub fn api_key_for_trial(url: &str, configured: Option<&str>) -> KeyLookup {
+    let same_origin = configured
+        .and_then(|c| origin(c).ok())
+        .is_some_and(|c| origin(url).ok() == Some(c));
+    match same_origin {
+        true => api_key(url),
+        false => withhold_from_plain_http(url, stored(url)),
+    }
+}
+
+fn withhold_from_plain_http(url: &str, mut lookup: KeyLookup) -> KeyLookup {
     if lookup.key.is_some() && !may_carry_key(url) {
         lookup.key = None;
         lookup.withheld = Some(plain_http_refusal(url));
@@ -97,6 +113,11 @@ fn find(url: &str) -> KeyLookup {
             ..KeyLookup::default()
         };
     }
+    stored(url)
+}
+
+/// The key saved in the keyring for `url`'s origin.
+fn stored(url: &str) -> KeyLookup {
     let Ok(origin) = origin(url) else {
         return KeyLookup::default();
     };
