@@ -26,10 +26,14 @@ pub struct Shared {
     pub current_reply: Mutex<Option<ReplyStopper>>,
     /// Why the settings file was not used, if it was not.
     settings_problem: Option<String>,
+    /// Whether the unusable settings file is still where saving would write: then nothing is
+    /// saved over it.
+    settings_stuck: bool,
 }
 
-/// Moves an unusable settings file to `config.toml.bad-<seconds>`; says where it went.
-fn set_aside(path: &std::path::Path) -> String {
+/// Moves an unusable settings file to `config.toml.bad-<seconds>`; says where it went, or
+/// that it could not (`Err`: it is still in place).
+fn set_aside(path: &std::path::Path) -> Result<String, String> {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -37,10 +41,10 @@ fn set_aside(path: &std::path::Path) -> String {
     kept.push(format!(".bad-{seconds}"));
     let kept = std::path::PathBuf::from(kept);
     match std::fs::rename(path, &kept) {
-        Ok(()) => format!("it was kept as {}", kept.display()),
-        Err(e) => {
-            format!("it could not be kept aside ({e}), so settings will not be saved over it")
-        }
+        Ok(()) => Ok(format!("it was kept as {}", kept.display())),
+        Err(e) => Err(format!(
+            "it could not be kept aside ({e}), so settings will not be saved over it"
+        )),
     }
 }
 
@@ -50,21 +54,25 @@ impl Shared {
     /// are used, and the problem is returned (and shown by [`Shared::status`]).
     pub fn open(paths: Paths) -> (Arc<Shared>, Option<AppError>) {
         let path = Config::default_path(&paths.config);
-        let (config, problem) = match Config::load(&path) {
-            Ok(config) => (config, None),
+        let (config, problem, stuck) = match Config::load(&path) {
+            Ok(config) => (config, None, false),
             Err(e) => {
                 let kept = set_aside(&path);
+                let stuck = kept.is_err();
+                let kept = kept.unwrap_or_else(|refused| refused);
                 (
                     Config::default(),
                     Some(AppError::new(
                         ErrorKind::InvalidInput,
                         format!("{e}; {kept}; the default settings are in use"),
                     )),
+                    stuck,
                 )
             }
         };
         let shared = Arc::new(Shared {
             settings_problem: problem.as_ref().map(|p| p.message.clone()),
+            settings_stuck: stuck,
             store: ConversationStore::new(&paths.data),
             config: Mutex::new(config.clone()),
             engine: Arc::new(EngineLoader::default()),
@@ -86,9 +94,19 @@ impl Shared {
     /// Changes the settings, saves them, and returns the new ones.
     pub fn update_config(&self, change: impl FnOnce(&mut Config)) -> Result<Config, AppError> {
         let mut config = self.config.lock().unwrap_or_else(|e| e.into_inner());
+        let path = Config::default_path(&self.paths.config);
+        if self.settings_stuck {
+            return Err(AppError::new(
+                ErrorKind::Storage,
+                format!(
+                    "settings are not saved: {} could not be read or kept aside, and Tandem does not write over it; move or fix it, then restart",
+                    path.display()
+                ),
+            ));
+        }
         let mut next = config.clone();
         change(&mut next);
-        next.save(&Config::default_path(&self.paths.config))
+        next.save(&path)
             .map_err(|e| AppError::new(ErrorKind::Storage, e.to_string()))?;
         *config = next.clone();
         Ok(next)

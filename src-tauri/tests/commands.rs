@@ -133,6 +133,41 @@ fn a_broken_settings_file_is_kept_aside_named_in_the_status_and_never_saved_over
     );
 }
 
+/// A broken settings file that cannot be moved aside stays the user's: the app runs on the
+/// defaults, says so, and refuses to save settings over it.
+#[test]
+fn a_broken_settings_file_that_cannot_be_kept_aside_is_never_saved_over() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    let broken = "[budget]\nmax_shares = 0.2\n";
+    std::fs::write(config.join("config.toml"), broken).unwrap();
+    // The name it would be kept under, for the next minute, is a folder that is not empty:
+    // the move fails (as it would on a read-only or full disk).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for seconds in now..now + 60 {
+        let taken = config.join(format!("config.toml.bad-{seconds}"));
+        std::fs::create_dir_all(taken.join("occupied")).unwrap();
+    }
+    let app = App::start(home.path());
+    let status = app.settled_status();
+    let problem = status["settings_problem"].as_str().unwrap();
+    assert!(problem.contains("could not be kept aside"), "{problem}");
+    let mut settings = app.ok("settings_get", json!({}));
+    settings["threads"] = json!(1);
+    assert_eq!(
+        app.error_kind("settings_set", json!({"settings": settings})),
+        "storage"
+    );
+    assert_eq!(
+        std::fs::read_to_string(config.join("config.toml")).unwrap(),
+        broken
+    );
+}
+
 #[test]
 fn a_fresh_home_says_the_model_is_missing_and_keeps_conversations() {
     let home = tempfile::tempdir().unwrap();
