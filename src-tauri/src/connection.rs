@@ -40,10 +40,17 @@ pub fn test(shared: &Shared, cloud: CloudSettingsView, typed_key: Option<ApiKey>
     };
     let (mut config, _) = CloudConfig::from_settings(&url, &settings);
     // The environment's key is the configured cloud's: a URL being tried out gets its own.
-    let configured = shared.engine.ready().ok().and_then(|l| l.cloud.url.clone());
-    config.api_key = secrets::api_key_for_trial(&url, configured.as_deref())
-        .key
-        .map(|(key, _)| key);
+    let engine = shared.engine.ready().ok();
+    let configured = engine.as_ref().and_then(|l| l.cloud.url.clone());
+    // The stand-in's key for this run goes to the stand-in only.
+    let handed = engine
+        .filter(|_| configured.as_deref() == Some(url.as_str()))
+        .and_then(|l| l.cloud_settings().api_key.clone());
+    config.api_key = handed.or_else(|| {
+        secrets::api_key_for_trial(&url, configured.as_deref())
+            .key
+            .map(|(key, _)| key)
+    });
     if let Some(key) = typed_key {
         match secrets::may_carry_key(&url) {
             true => config.api_key = Some(key),

@@ -26,6 +26,11 @@ impl Loaded {
     pub fn engine(&self) -> &EngineThread {
         &self.started.engine
     }
+
+    /// The cloud the engine talks to, with the stand-in's key for this run when it serves.
+    pub fn cloud_settings(&self) -> &tandem_core::config::CloudSettings {
+        &self.started.config.cloud
+    }
 }
 
 /// Where the engine is.

@@ -95,7 +95,7 @@ fn main() -> Result<()> {
         prefix_reuse: true,
         deadline: tandem_serve::ServeOptions::DEFAULT_DEADLINE,
     })?;
-    let running = tandem_serve::start(serve, "127.0.0.1:0".parse()?)?;
+    let running = tandem_serve::start(serve, "127.0.0.1:0".parse()?, tandem_serve::Access::open())?;
     table.push_str(&network::run(&network::Setup {
         edge: &args.edge,
         cloud: running.addr,
@@ -232,7 +232,8 @@ fn local_rows(args: &Args) -> Result<Vec<Row>> {
             prefix_reuse: reuse,
             deadline: tandem_serve::ServeOptions::DEFAULT_DEADLINE,
         })?;
-        let running = tandem_serve::start(serve, "127.0.0.1:0".parse()?)?;
+        let running =
+            tandem_serve::start(serve, "127.0.0.1:0".parse()?, tandem_serve::Access::open())?;
         let (mut edge_tokens, mut cloud_tokens, mut cloud_requests) = (0, 0, 0);
         for text in PROMPTS {
             let usage = routed_reply(

@@ -3,7 +3,7 @@
 
 use crate::budget::CloudBudget;
 use crate::chat_settings::ChatSettings;
-use crate::cloud::CloudMode;
+use crate::cloud::{ApiKey, CloudMode};
 use crate::router::RouterKind;
 use crate::sampling::SamplingParams;
 use crate::window::ContextPolicy;
@@ -59,6 +59,10 @@ pub struct CloudSettings {
     /// Whether the local model drafts its own continuation while a request is in flight, so
     /// a round trip costs the reply only what the cloud changes (off: it waits).
     pub overlap: bool,
+    /// A key handed over in memory (the local stand-in's key for this run), used instead of
+    /// the environment's or the keyring's; never read from or written to the file.
+    #[serde(skip)]
+    pub api_key: Option<ApiKey>,
 }
 
 /// Router choice.
@@ -110,6 +114,7 @@ impl Default for CloudSettings {
             span: 4,
             timeout_secs: 20.0,
             overlap: true,
+            api_key: None,
         }
     }
 }

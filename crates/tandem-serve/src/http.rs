@@ -79,9 +79,9 @@ impl Drop for Running {
     }
 }
 
-/// Binds `addr` and serves on a background thread until the handle is dropped; open to
-/// anyone on this machine (the app's stand-in, tests).
-pub fn start(model: ModelThread, addr: SocketAddr) -> std::io::Result<Running> {
+/// Binds `addr` and serves on a background thread, for those `access` lets in, until the
+/// handle is dropped (the app's stand-in, tests, benchmarks).
+pub fn start(model: ModelThread, addr: SocketAddr, access: Access) -> std::io::Result<Running> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
@@ -96,7 +96,7 @@ pub fn start(model: ModelThread, addr: SocketAddr) -> std::io::Result<Running> {
             runtime.block_on(async move {
                 let listener =
                     tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                let _ = axum::serve(listener, router(model, Access::open()))
+                let _ = axum::serve(listener, router(model, access))
                     .with_graceful_shutdown(async {
                         let _ = stopped.await;
                     })

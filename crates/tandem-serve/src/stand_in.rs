@@ -4,7 +4,8 @@
 //! the desktop app both start it through [`crate::startup`]; it stops when the returned handle
 //! is dropped.
 
-use crate::{start, ModelThread, Running, ServeOptions, StartError};
+use crate::{start, Access, ModelThread, Running, ServeOptions, StartError};
+use tandem_core::cloud::ApiKey;
 use tandem_core::config::Config;
 use tandem_core::local::{default_threads, LocalOptions};
 use tandem_core::models::{self, ModelError};
@@ -14,8 +15,8 @@ use tandem_core::paths::Paths;
 enum StandIn {
     /// A cloud is configured: nothing was started.
     NotNeeded,
-    /// Running; point the client at [`Running::base_url`].
-    Started(Running),
+    /// Running; point the client at [`Running::base_url`] with the key.
+    Started(Running, ApiKey),
     /// Could not start; replies are local.
     Unavailable(StandInError),
 }
@@ -49,12 +50,12 @@ fn start_if_needed(config: &Config, paths: &Paths) -> StandIn {
         return StandIn::NotNeeded;
     }
     match serve(config, paths) {
-        Ok(running) => StandIn::Started(running),
+        Ok((running, key)) => StandIn::Started(running, key),
         Err(e) => StandIn::Unavailable(e),
     }
 }
 
-fn serve(config: &Config, paths: &Paths) -> Result<Running, StandInError> {
+fn serve(config: &Config, paths: &Paths) -> Result<(Running, ApiKey), StandInError> {
     let model = &config.serve.model;
     let model_path = models::resolve(model, &paths.models()).map_err(|e| match e {
         ModelError::NotPulled { name } => StandInError::NotPulled { name },
@@ -71,7 +72,23 @@ fn serve(config: &Config, paths: &Paths) -> Result<Running, StandInError> {
         prefix_reuse: true,
         deadline: ServeOptions::DEFAULT_DEADLINE,
     })?;
-    Ok(start(engine, ([127, 0, 0, 1], 0).into())?)
+    let key = run_key();
+    let access = Access::with_key(Some(key.clone()));
+    let running = start(engine, ([127, 0, 0, 1], 0).into(), access)?;
+    Ok((running, ApiKey::new(key).expect("a run key is not empty")))
+}
+
+/// A key for this run only, so no other program or user on this machine can use the
+/// stand-in: 128 bits from two of the standard library's hash keys, which it draws from the
+/// operating system's randomness, hashed so none of them is shown.
+fn run_key() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let half = |salt: u64| {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(salt);
+        hasher.finish()
+    };
+    format!("tandem-run-{:016x}{:016x}", half(1), half(2))
 }
 
 /// Starts the stand-in if `config` names no cloud and points `config` at it: its URL, and
@@ -80,9 +97,10 @@ fn serve(config: &Config, paths: &Paths) -> Result<Running, StandInError> {
 /// start (replies are then local).
 pub(crate) fn attach(config: &mut Config, paths: &Paths) -> (Option<Running>, Option<String>) {
     match start_if_needed(config, paths) {
-        StandIn::Started(running) => {
+        StandIn::Started(running, key) => {
             config.cloud.url = running.base_url();
             config.cloud.model = Some(config.serve.model.clone());
+            config.cloud.api_key = Some(key);
             (Some(running), None)
         }
         StandIn::Unavailable(why) => (None, Some(why.to_string())),

@@ -12,22 +12,29 @@ impl CloudConfig {
     /// when that matters: one withheld from plain http, or a keyring that cannot be read (a
     /// cloud on this machine, like the local stand-in, needs none).
     pub fn from_settings(url: &str, settings: &CloudSettings) -> (CloudConfig, Option<String>) {
-        let lookup = secrets::api_key(url);
-        let notice = lookup.withheld.or_else(|| {
-            lookup
-                .keyring_problem
-                .filter(|_| !is_on_this_machine(url))
-                .map(|problem| {
-                    format!(
-                        "the OS keyring is unavailable ({problem}); set {} to send an API key",
-                        secrets::API_KEY_VAR
-                    )
-                })
-        });
+        let (key, notice) = match &settings.api_key {
+            // Handed over in memory (the stand-in's key for this run): nothing to look up.
+            Some(key) => (Some(key.clone()), None),
+            None => {
+                let lookup = secrets::api_key(url);
+                let notice = lookup.withheld.or_else(|| {
+                    lookup
+                        .keyring_problem
+                        .filter(|_| !is_on_this_machine(url))
+                        .map(|problem| {
+                            format!(
+                                "the OS keyring is unavailable ({problem}); set {} to send an API key",
+                                secrets::API_KEY_VAR
+                            )
+                        })
+                });
+                (lookup.key.map(|(key, _)| key), notice)
+            }
+        };
         let mut config = CloudConfig::new(url);
         config.model = settings.model.clone();
         config.mode = settings.mode;
-        config.api_key = lookup.key.map(|(key, _)| key);
+        config.api_key = key;
         // A timeout that is no number of seconds (NaN, infinite) keeps the default.
         if let Ok(timeout) = Duration::try_from_secs_f32(settings.timeout_secs.max(0.1)) {
             config.request_timeout = timeout;
