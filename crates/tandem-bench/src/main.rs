@@ -84,18 +84,7 @@ fn main() -> Result<()> {
         table.push('\n');
     }
     eprintln!("5/5 routed replies with the cloud a round trip away");
-    let serve = tandem_serve::ModelThread::start(tandem_serve::ServeOptions {
-        model_path: args.cloud.clone(),
-        model_name: "cloud".into(),
-        local: LocalOptions {
-            n_ctx: 4096,
-            threads: 1,
-            hidden_state: false,
-        },
-        prefix_reuse: true,
-        deadline: tandem_serve::ServeOptions::DEFAULT_DEADLINE,
-    })?;
-    let running = tandem_serve::start(serve, "127.0.0.1:0".parse()?, tandem_serve::Access::open())?;
+    let running = serve_cloud(&args.cloud, true)?;
     table.push_str(&network::run(&network::Setup {
         edge: &args.edge,
         cloud: running.addr,
@@ -221,19 +210,7 @@ fn local_rows(args: &Args) -> Result<Vec<Row>> {
     let mut requests_per_token = Vec::new();
     let mut decoded_per_request = Vec::new();
     for (span, reuse) in [(1, true), (4, true), (4, false)] {
-        let serve = tandem_serve::ModelThread::start(tandem_serve::ServeOptions {
-            model_path: args.cloud.clone(),
-            model_name: "cloud".into(),
-            local: LocalOptions {
-                n_ctx: 4096,
-                threads: 1,
-                hidden_state: false,
-            },
-            prefix_reuse: reuse,
-            deadline: tandem_serve::ServeOptions::DEFAULT_DEADLINE,
-        })?;
-        let running =
-            tandem_serve::start(serve, "127.0.0.1:0".parse()?, tandem_serve::Access::open())?;
+        let running = serve_cloud(&args.cloud, reuse)?;
         let (mut edge_tokens, mut cloud_tokens, mut cloud_requests) = (0, 0, 0);
         for text in PROMPTS {
             let usage = routed_reply(
@@ -273,6 +250,24 @@ fn local_rows(args: &Args) -> Result<Vec<Row>> {
     ));
 
     Ok(rows)
+}
+
+/// `tandem serve` of the cloud model on a free loopback port, one thread (the edge has the
+/// other core), open to the benchmark's own clients.
+fn serve_cloud(model: &std::path::Path, prefix_reuse: bool) -> Result<tandem_serve::Running> {
+    let serve = tandem_serve::ModelThread::start(tandem_serve::ServeOptions {
+        model_path: model.to_owned(),
+        model_name: "cloud".into(),
+        local: LocalOptions {
+            n_ctx: 4096,
+            threads: 1,
+            hidden_state: false,
+        },
+        prefix_reuse,
+        deadline: tandem_serve::ServeOptions::DEFAULT_DEADLINE,
+    })?;
+    let access = tandem_serve::Access::open();
+    Ok(tandem_serve::start(serve, "127.0.0.1:0".parse()?, access)?)
 }
 
 /// Greedy decoding with nothing but llama.cpp and the sampler: the local-only baseline.

@@ -244,8 +244,7 @@ fn install(entry: &CatalogueEntry, partial: &Path, target: &Path) -> Result<Path
     }
     std::fs::rename(partial, target)
         .map_err(io_error(format!("moving {} into place", entry.file)))?;
-    // Without the stamp the next pull hashes the file again: slower, never wrong.
-    let _ = std::fs::write(stamp_path(target), stamp(entry, target).unwrap_or_default());
+    write_stamp(entry, target);
     Ok(target.to_owned())
 }
 
@@ -259,9 +258,17 @@ fn verified_before(entry: &CatalogueEntry, target: &Path) -> bool {
     }
     let verified = target.is_file() && verify(entry, target).is_ok();
     if verified {
-        let _ = std::fs::write(stamp_path(target), stamp(entry, target).unwrap_or_default());
+        write_stamp(entry, target);
     }
     verified
+}
+
+/// Remembers that `target` was verified. Without the stamp the next pull hashes the file
+/// again: slower, never wrong, so a failed write is not an error.
+fn write_stamp(entry: &CatalogueEntry, target: &Path) {
+    if let Some(stamp) = stamp(entry, target) {
+        let _ = std::fs::write(stamp_path(target), stamp);
+    }
 }
 
 /// What a verified file's stamp says: its sha256, size and modification time.
