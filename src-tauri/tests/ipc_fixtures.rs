@@ -134,6 +134,7 @@ fn payloads() -> Value {
             edge_tokens: 900,
             cloud_tokens: 100,
             unknown_before: false,
+            ..DayUse::default()
         },
         &budget,
     );

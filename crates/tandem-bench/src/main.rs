@@ -315,6 +315,7 @@ fn routed_off_tps(
         router,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     let options = DecodeOptions {
         max_tokens: tokens,
@@ -356,6 +357,7 @@ fn routed_reply(
         router,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     let options = DecodeOptions {
         max_tokens: tokens,

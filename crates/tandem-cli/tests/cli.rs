@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use tandem_fake_cloud::{FakeCloud, Script};
+use tandem_fake_cloud::{FakeCloud, Fault, Script};
 
 fn tandem(home: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tandem"));
@@ -1003,6 +1003,132 @@ fn generate_killed_at_twenty_moments_leaves_the_spend_ledger_whole() {
         assert!(stray.is_empty(), "half-written files: {stray:?}");
     }
     eprintln!("${spent:.6} recorded over 20 killed runs");
+}
+
+/// A priced home with a daily cap: `$0.001` a completion token, nothing for the prompt, so a
+/// request for a span of 4 is booked at `$0.004`; the cap of `$0.02` holds five of them.
+const CAPPED: &str = "[budget]\nmax_share = 1.0\ndaily_spend_cap_usd = 0.02\n\
+                      prices = { input_per_mtok = 0.0, output_per_mtok = 1000.0 }\n";
+const ONE_REQUEST_USD: f64 = 0.004;
+
+fn capped_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(home.path().join("config/config.toml"), CAPPED).unwrap();
+    home
+}
+
+/// The app's engine and `tandem generate` spend as fast as they can against one ledger
+/// under a daily cap, each wanting every token from the cloud: together they pass the cap
+/// by at most one request's estimate (each used to read today's spend once per reply, so
+/// each could spend the whole cap).
+#[test]
+fn the_app_and_generate_spending_at_once_keep_the_daily_cap_between_them() {
+    let Some(model) = smollm2() else { return };
+    let home = capped_home();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean", " waves"])).unwrap();
+    // Every request takes 150 ms, so both processes are mid-reply together.
+    fake.push_faults((0..40).map(|_| Fault::Delay(std::time::Duration::from_millis(150))));
+    let flags = [
+        "--max-tokens",
+        "48",
+        "--router",
+        "cloud-only",
+        "--span",
+        "4",
+    ];
+    let cli = generate(home.path(), &model, &fake, "Tell me about the sea.", &flags)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let paths = tandem_core::paths::Paths {
+        config: home.path().join("config"),
+        data: home.path().join("data"),
+        cache: home.path().join("cache"),
+    };
+    let mut config = tandem_core::config::Config::load(&paths.config.join("config.toml")).unwrap();
+    config.edge = model.to_str().unwrap().to_owned();
+    config.threads = Some(1);
+    config.max_tokens = 48;
+    config.cloud.url = fake.base_url();
+    config.router.kind = tandem_core::router::RouterKind::CloudOnly;
+    let chat = config.chat_settings();
+    let app = tandem_core::engine_thread::EngineThread::spawn(config, paths.clone()).unwrap();
+    let reply = app
+        .reply(
+            vec![tandem_core::message::Message::user(
+                "Tell me about the mountains.",
+            )],
+            tandem_core::engine::ReplyMode::Routed,
+            chat,
+        )
+        .unwrap();
+    let mut app_cloud_tokens = 0;
+    for event in reply.events.iter() {
+        if let tandem_core::event::Event::Finished { usage, .. } = event {
+            app_cloud_tokens = usage.cloud_tokens;
+            break;
+        }
+    }
+    let events = json_events(&cli.wait_with_output().unwrap());
+    let cli_cloud_tokens = events.last().unwrap()["usage"]["cloud_tokens"]
+        .as_u64()
+        .unwrap();
+    let today = tandem_core::spend::SpendLedger::new(&paths.data).today();
+    eprintln!(
+        "spent ${:.4} of $0.02 (cloud tokens: app {app_cloud_tokens}, generate {cli_cloud_tokens}; {} requests)",
+        today.usd,
+        fake.requests()
+    );
+    assert!(
+        today.usd <= 0.02 + ONE_REQUEST_USD + 1e-9,
+        "the cap was passed by more than one request: {today:?}"
+    );
+    assert!(
+        today.usd >= 0.02 - ONE_REQUEST_USD - 1e-9,
+        "the cap was not reached: {today:?}"
+    );
+    assert!(
+        today.reserved_usd.abs() < 1e-9,
+        "every request was settled: {today:?}"
+    );
+}
+
+/// `tandem generate` killed (SIGKILL) while a priced request is away: the request's worst
+/// case is already in today's spend, since the provider may bill a request it received.
+#[test]
+fn generate_killed_mid_request_leaves_the_request_counted() {
+    let Some(model) = smollm2() else { return };
+    let home = capped_home();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    fake.push_faults([Fault::Delay(std::time::Duration::from_secs(30))]);
+    let flags = [
+        "--max-tokens",
+        "16",
+        "--router",
+        "cloud-only",
+        "--span",
+        "4",
+    ];
+    let mut child = generate(home.path(), &model, &fake, "Tell me about the sea.", &flags)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while fake.requests() == 0 {
+        assert!(started.elapsed().as_secs() < 60, "no request was sent");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL: no destructor runs
+    child.wait().unwrap();
+    let today = tandem_core::spend::SpendLedger::new(&home.path().join("data")).today();
+    assert!(
+        (today.usd - ONE_REQUEST_USD).abs() < 1e-9
+            && (today.reserved_usd - ONE_REQUEST_USD).abs() < 1e-9,
+        "the request in flight is not counted: {today:?}"
+    );
 }
 
 #[test]

@@ -180,9 +180,6 @@ pub enum RouteDecision {
         /// Span length to request.
         max_tokens: u32,
     },
-    /// Keep the edge model's token: the cloud would have been asked, but the request would
-    /// pass today's spend cap.
-    SpendCapped,
 }
 
 /// How fast the threshold follows the score quantile; small enough that one reply's first
@@ -206,19 +203,16 @@ pub struct ReplyBudget {
     threshold: f32,
     generated: u32,
     cloud_tokens: u32,
-    spent_before_usd: f64,
     spent_usd: f64,
 }
 
 impl ReplyBudget {
-    /// Starts a reply at `threshold` (the router's estimate for the target share), with
-    /// `spent_today_usd` already spent today.
-    pub fn new(threshold: f32, spent_today_usd: f64) -> Self {
+    /// Starts a reply at `threshold` (the router's estimate for the target share).
+    pub fn new(threshold: f32) -> Self {
         Self {
             threshold: threshold.clamp(MIN_THRESHOLD, 1.0),
             generated: 0,
             cloud_tokens: 0,
-            spent_before_usd: spent_today_usd,
             spent_usd: 0.0,
         }
     }
@@ -258,15 +252,10 @@ impl ReplyBudget {
         }
     }
 
-    /// Decides one position. `prompt_tokens` is what a request would re-send, `span` the
-    /// number of tokens the user lets one request return.
-    pub fn decide(
-        &mut self,
-        budget: &CloudBudget,
-        score: f32,
-        prompt_tokens: u32,
-        span: u32,
-    ) -> RouteDecision {
+    /// Decides one position; `span` is the number of tokens the user lets one request
+    /// return. The daily spend cap is the ledger's to keep, request by request
+    /// ([`crate::spend::SpendLedger::reserve`]).
+    pub fn decide(&mut self, budget: &CloudBudget, score: f32, span: u32) -> RouteDecision {
         let share = budget.max_share.clamp(0.0, 1.0);
         let allowance = ALLOWANCE.min(span.max(1) as f32);
         let room = self.room(share, allowance);
@@ -286,14 +275,6 @@ impl ReplyBudget {
         let mut max_tokens = span.max(1).min(room as u32);
         if let Some(cap) = budget.max_cloud_tokens {
             max_tokens = max_tokens.min(cap.saturating_sub(self.cloud_tokens));
-        }
-        if let Some(cap) = budget.daily_spend_cap_usd {
-            let estimate = budget
-                .prices
-                .cost(u64::from(prompt_tokens), u64::from(max_tokens));
-            if self.spent_before_usd + self.spent_usd + estimate > cap {
-                return RouteDecision::SpendCapped;
-            }
         }
         match max_tokens {
             0 => RouteDecision::Edge,
@@ -367,11 +348,11 @@ mod tests {
 
     /// Runs a reply where every request returns `accepted` tokens; returns cloud tokens.
     fn run(budget: &CloudBudget, scores: &[f32], span: u32, accepted: u32) -> u32 {
-        let mut reply = ReplyBudget::new(0.5, 0.0);
+        let mut reply = ReplyBudget::new(0.5);
         let mut i = 0;
         while reply.generated < scores.len() as u32 {
-            match reply.decide(budget, scores[i.min(scores.len() - 1)], 100, span) {
-                RouteDecision::Edge | RouteDecision::SpendCapped => reply.record(1, 0, 0.0),
+            match reply.decide(budget, scores[i.min(scores.len() - 1)], span) {
+                RouteDecision::Edge => reply.record(1, 0, 0.0),
                 RouteDecision::Cloud { max_tokens } => {
                     let cost = budget.prices.cost(100, u64::from(max_tokens));
                     reply.record(0, accepted.min(max_tokens), cost)
@@ -415,12 +396,12 @@ mod tests {
     fn first_token_routes(share: f32, first_score: f32) -> Vec<usize> {
         let budget = CloudBudget::share(share);
         // The threshold a calibrated router gives for this share.
-        let mut reply = ReplyBudget::new(0.98, 0.0);
+        let mut reply = ReplyBudget::new(0.98);
         let mut routed_at = Vec::new();
         for position in 0..24 {
             let score = if position == 0 { first_score } else { 0.1 };
-            match reply.decide(&budget, score, 60, 4) {
-                RouteDecision::Edge | RouteDecision::SpendCapped => reply.record(1, 0, 0.0),
+            match reply.decide(&budget, score, 4) {
+                RouteDecision::Edge => reply.record(1, 0, 0.0),
                 RouteDecision::Cloud { max_tokens } => {
                     if position == 0 {
                         assert_eq!(max_tokens, 2, "the first span is the two tokens in hand");
@@ -452,11 +433,11 @@ mod tests {
         // the city is the answer; a start bar near the top at 15%.
         let scores = [0.95, 0.05, 0.02, 0.03, 0.1, 0.999, 0.05, 0.02];
         let budget = CloudBudget::share(0.15);
-        let mut reply = ReplyBudget::new(0.925, 0.0);
+        let mut reply = ReplyBudget::new(0.925);
         let mut routed_at = Vec::new();
         for (position, &score) in scores.iter().enumerate() {
-            match reply.decide(&budget, score, 40, 4) {
-                RouteDecision::Edge | RouteDecision::SpendCapped => reply.record(1, 0, 0.0),
+            match reply.decide(&budget, score, 4) {
+                RouteDecision::Edge => reply.record(1, 0, 0.0),
                 RouteDecision::Cloud { .. } => {
                     routed_at.push(position);
                     reply.record(0, 1, 0.0)
@@ -472,11 +453,11 @@ mod tests {
     fn budget_is_not_burnt_on_the_first_tokens() {
         // Every score is high: the controller must still spread cloud tokens over the reply.
         let budget = CloudBudget::share(0.1);
-        let mut reply = ReplyBudget::new(0.5, 0.0);
+        let mut reply = ReplyBudget::new(0.5);
         let mut routed_at = Vec::new();
         for position in 0..100 {
-            match reply.decide(&budget, 0.99, 10, 1) {
-                RouteDecision::Edge | RouteDecision::SpendCapped => reply.record(1, 0, 0.0),
+            match reply.decide(&budget, 0.99, 1) {
+                RouteDecision::Edge => reply.record(1, 0, 0.0),
                 RouteDecision::Cloud { .. } => {
                     routed_at.push(position);
                     reply.record(0, 1, 0.0)
@@ -515,31 +496,8 @@ mod tests {
     }
 
     #[test]
-    fn daily_spend_cap_stops_requests_that_would_exceed_it() {
-        // Each request: 100 prompt tokens at $10/M + 4 at $30/M = $0.00112.
-        let budget = CloudBudget {
-            daily_spend_cap_usd: Some(0.005),
-            prices: Prices {
-                input_per_mtok: 10.0,
-                output_per_mtok: 30.0,
-            },
-            ..CloudBudget::share(1.0)
-        };
-        assert_eq!(
-            run(&budget, &[1.0; 100], 4, 4),
-            16,
-            "4 requests fit under $0.005"
-        );
-        let mut spent_reply = ReplyBudget::new(0.5, 0.0049);
-        assert_eq!(
-            spent_reply.decide(&budget, 1.0, 100, 4),
-            RouteDecision::SpendCapped
-        );
-    }
-
-    #[test]
     fn a_span_keeps_what_the_router_wants_what_the_edge_agrees_with_and_the_clouds_word() {
-        let reply = ReplyBudget::new(0.5, 0.0);
+        let reply = ReplyBudget::new(0.5);
         let source = |score, agrees, continues| reply.span_token_source(score, agrees, continues);
         assert_eq!(source(0.9, false, false), Some(TokenSource::Cloud));
         assert_eq!(source(0.1, true, true), Some(TokenSource::Edge), "free");
@@ -554,12 +512,12 @@ mod tests {
     #[test]
     fn live_budget_changes_are_seen_by_the_next_decision() {
         let live = LiveBudget::new(CloudBudget::share(1.0));
-        let mut reply = ReplyBudget::new(0.5, 0.0);
+        let mut reply = ReplyBudget::new(0.5);
         assert!(matches!(
-            reply.decide(&live.get(), 1.0, 1, 1),
+            reply.decide(&live.get(), 1.0, 1),
             RouteDecision::Cloud { .. }
         ));
         live.set(CloudBudget::off());
-        assert_eq!(reply.decide(&live.get(), 1.0, 1, 1), RouteDecision::Edge);
+        assert_eq!(reply.decide(&live.get(), 1.0, 1), RouteDecision::Edge);
     }
 }

@@ -19,6 +19,7 @@ use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, TokenSou
 use crate::message::Message;
 use crate::router::Router;
 use crate::sampling::{Sampler, SamplingParams};
+use crate::spend::{Refusal, Reservation, SpendLedger};
 use crate::utf8_stream::Utf8Stream;
 use draft::Draft;
 use std::time::{Duration, Instant};
@@ -37,8 +38,6 @@ pub struct DecodeOptions {
     pub span: u32,
     /// How the edge picks its tokens.
     pub sampling: SamplingParams,
-    /// Already spent today, for the daily cap.
-    pub spent_today_usd: f64,
     /// Whether the edge drafts its own continuation while a cloud request is in flight
     /// (off: it waits, as the loop did before drafts; the benchmark's baseline).
     pub overlap: bool,
@@ -50,7 +49,6 @@ impl Default for DecodeOptions {
             max_tokens: 256,
             span: 4,
             sampling: SamplingParams::default(),
-            spent_today_usd: 0.0,
             overlap: true,
         }
     }
@@ -68,6 +66,9 @@ pub struct Collaboration<'a> {
     pub budget: &'a LiveBudget,
     /// The conversation as messages, for chat-mode clouds (may be empty otherwise).
     pub messages: &'a [Message],
+    /// Today's spend, where every request is booked before it is sent and the daily cap is
+    /// kept (`None`: nothing is booked and no daily cap applies, as in an evaluation).
+    pub spend: Option<&'a SpendLedger>,
 }
 
 /// Generates one reply to `prompt` (already templated and tokenized), pushing events into
@@ -79,10 +80,7 @@ pub fn generate(
     options: &DecodeOptions,
     sink: &mut dyn EventSink,
 ) -> Result<Usage, EdgeError> {
-    let mut controller = ReplyBudget::new(
-        c.router.threshold_for_share(c.budget.get().max_share),
-        options.spent_today_usd,
-    );
+    let mut controller = ReplyBudget::new(c.router.threshold_for_share(c.budget.get().max_share));
     generate_with(c, prompt, options, &mut controller, sink)
 }
 
@@ -103,6 +101,7 @@ pub fn generate_with(
         router: c.router,
         budget: c.budget,
         messages: c.messages,
+        spend: c.spend,
         reply_start: prompt.len(),
         controller,
         sampler: Sampler::new(options.sampling),
@@ -111,6 +110,7 @@ pub fn generate_with(
         timings: Timings::default(),
         cloud_failures: 0,
         told_spend_capped: false,
+        told_spend_not_saved: false,
         as_ids: false,
         draft: Draft::default(),
     };
@@ -145,6 +145,7 @@ struct Reply<'a, 'b> {
     router: &'a dyn Router,
     budget: &'a LiveBudget,
     messages: &'a [Message],
+    spend: Option<&'a SpendLedger>,
     /// Where the reply starts in the edge's tokens.
     reply_start: usize,
     controller: &'b mut ReplyBudget,
@@ -155,6 +156,8 @@ struct Reply<'a, 'b> {
     cloud_failures: u32,
     /// Whether the user was told that the spend cap keeps the cloud out (once per reply).
     told_spend_capped: bool,
+    /// Whether the user was told that spend could not be recorded (once per reply).
+    told_spend_not_saved: bool,
     as_ids: bool,
     /// Tokens the edge decoded ahead while waiting for the cloud, after the reply's own.
     draft: Draft,
@@ -219,39 +222,27 @@ impl Reply<'_, '_> {
             let score = self.router.score(&step.features(position));
             let remaining = options.max_tokens - generated;
             let decision = if self.cloud.is_some() && self.cloud_failures < MAX_CLOUD_FAILURES {
-                let prompt_len = self.confirmed_len() as u32;
-                self.controller.decide(
-                    &self.budget.get(),
-                    score,
-                    prompt_len,
-                    options.span.min(remaining),
-                )
+                self.controller
+                    .decide(&self.budget.get(), score, options.span.min(remaining))
             } else {
                 RouteDecision::Edge
             };
             let outcome = match decision {
-                RouteDecision::Cloud { max_tokens } => {
-                    let wait = Wait {
-                        confirmed: &step,
-                        room: remaining as usize,
-                        draft: options.overlap,
-                    };
-                    self.ask_cloud(wait, score, max_tokens, sink)?
-                }
-                RouteDecision::Edge => CloudOutcome::UseEdge,
-                RouteDecision::SpendCapped => {
-                    if !self.told_spend_capped {
-                        self.told_spend_capped = true;
-                        let cap = self.budget.get().daily_spend_cap_usd.unwrap_or_default();
-                        sink.emit(Event::Notice {
-                            kind: NoticeKind::SpendCapReached,
-                            message: format!(
-                                "today's cloud spend reached its cap (${cap}); the edge model writes the rest until the cap is raised or the day ends (UTC)"
-                            ),
-                        });
+                RouteDecision::Cloud { max_tokens } => match self.book(max_tokens, sink) {
+                    Ok(booked) => {
+                        let wait = Wait {
+                            confirmed: &step,
+                            room: remaining as usize,
+                            draft: options.overlap,
+                        };
+                        self.ask_cloud(wait, score, max_tokens, booked, sink)?
                     }
-                    CloudOutcome::UseEdge
-                }
+                    Err(refusal) => {
+                        self.tell_spend_capped(&refusal, sink);
+                        CloudOutcome::UseEdge
+                    }
+                },
+                RouteDecision::Edge => CloudOutcome::UseEdge,
             };
             let (emitted, next) = match outcome {
                 CloudOutcome::Continued { tokens, next } => (tokens, next),
@@ -327,14 +318,92 @@ impl Reply<'_, '_> {
         }
     }
 
-    /// Asks the cloud for a span; the outcome says how the reply goes on.
+    /// What a request for `max_tokens` costs at most: the whole prompt re-sent and the whole
+    /// span returned, at the user's prices.
+    fn worst_case_usd(&self, max_tokens: u32) -> f64 {
+        let prompt_tokens = self.confirmed_len() as u64;
+        let prices = self.budget.get().prices;
+        prices.cost(prompt_tokens, u64::from(max_tokens))
+    }
+
+    /// Books a request's worst case in today's ledger before it is sent. Refused when the
+    /// daily cap leaves no room, or when the ledger cannot be written while a cap is set;
+    /// without a cap an unwritable ledger only costs the record (the user is told).
+    fn book(
+        &mut self,
+        max_tokens: u32,
+        sink: &mut dyn EventSink,
+    ) -> Result<Option<Reservation>, Refusal> {
+        let Some(ledger) = self.spend else {
+            return Ok(None);
+        };
+        let cap = self.budget.get().daily_spend_cap_usd;
+        match ledger.reserve(self.worst_case_usd(max_tokens), cap) {
+            Ok(booked) => Ok(Some(booked)),
+            Err(Refusal::Unwritable(e)) if cap.is_none() => {
+                self.tell_spend_not_saved(&e, sink);
+                Ok(None)
+            }
+            Err(refusal) => Err(refusal),
+        }
+    }
+
+    /// Settles a booked request at what it billed; `None` keeps the worst case booked (the
+    /// provider may bill a request it received and did not answer in full).
+    fn settle(
+        &mut self,
+        booked: Option<Reservation>,
+        billed_usd: Option<f64>,
+        sink: &mut dyn EventSink,
+    ) {
+        let Some(booked) = booked else { return };
+        let billed = billed_usd.unwrap_or(booked.usd());
+        if let Err(e) = booked.settle(billed) {
+            self.tell_spend_not_saved(&e, sink);
+        }
+    }
+
+    /// Says once per reply that the cap keeps the cloud out.
+    fn tell_spend_capped(&mut self, refusal: &Refusal, sink: &mut dyn EventSink) {
+        if std::mem::replace(&mut self.told_spend_capped, true) {
+            return;
+        }
+        let cap = self.budget.get().daily_spend_cap_usd.unwrap_or_default();
+        let message = match refusal {
+            Refusal::CapReached => format!(
+                "today's cloud spend reached its cap (${cap}); the edge model writes the rest until the cap is raised or the day ends (UTC)"
+            ),
+            Refusal::Unwritable(e) => format!(
+                "could not record today's cloud spend ({e}), so the daily cap (${cap}) cannot be kept; the edge model writes the rest until it can be recorded"
+            ),
+        };
+        sink.emit(Event::Notice {
+            kind: NoticeKind::SpendCapReached,
+            message,
+        });
+    }
+
+    /// Says once per reply that spend could not be recorded.
+    fn tell_spend_not_saved(&mut self, error: &std::io::Error, sink: &mut dyn EventSink) {
+        if !std::mem::replace(&mut self.told_spend_not_saved, true) {
+            sink.emit(Event::Notice {
+                kind: NoticeKind::SpendNotSaved,
+                message: format!("could not record today's cloud spend: {error}"),
+            });
+        }
+    }
+
+    /// Asks the cloud for a span, its worst case `booked` in the ledger; the outcome says how
+    /// the reply goes on.
     fn ask_cloud(
         &mut self,
         wait: Wait<'_>,
         score: f32,
         max_tokens: u32,
+        booked: Option<Reservation>,
         sink: &mut dyn EventSink,
     ) -> Result<CloudOutcome, EdgeError> {
+        let worst_case = self.worst_case_usd(max_tokens);
         let step = wait.confirmed;
         let confirmed_len = self.confirmed_len();
         let cloud = self.cloud.as_deref_mut().expect("decided with a cloud");
@@ -358,16 +427,31 @@ impl Reply<'_, '_> {
         let sent = Instant::now();
         let mut in_flight = cloud.send(&request);
         self.usage.cloud_requests += 1;
-        let Some(arrival) = self.wait(in_flight.as_mut(), wait, sink)? else {
-            return Ok(CloudOutcome::Stopped);
+        let arrival = match self.wait(in_flight.as_mut(), wait, sink) {
+            Ok(Some(arrival)) => arrival,
+            stopped_or_failed => {
+                // Stopped while the request was away, or the edge failed: it may be billed.
+                self.controller.record(0, 0, worst_case);
+                self.settle(booked, None, sink);
+                return stopped_or_failed.map(|_| CloudOutcome::Stopped);
+            }
         };
         let result = arrival.result;
         let request_ms = arrival.at.saturating_duration_since(sent).as_millis() as u64;
         self.timings.cloud_ms += request_ms;
         let reply = match result {
             Ok(reply) => reply,
-            Err(CloudError::Stopped) => return Ok(CloudOutcome::Stopped),
             Err(error) => {
+                let billed = if error.may_be_billed() {
+                    worst_case
+                } else {
+                    0.0
+                };
+                self.controller.record(0, 0, billed);
+                self.settle(booked, Some(billed), sink);
+                if error == CloudError::Stopped {
+                    return Ok(CloudOutcome::Stopped);
+                }
                 sink.emit(Event::CloudRequest {
                     sent: sent_text,
                     ok: false,
@@ -398,6 +482,7 @@ impl Reply<'_, '_> {
             .get()
             .prices
             .cost(prompt_tokens, completion_tokens);
+        self.settle(booked, Some(cost), sink);
         self.usage.cloud_prompt_tokens += prompt_tokens;
         self.usage.cloud_completion_tokens += completion_tokens;
         // The cloud's end of turn is kept apart: it is never decoded, it ends the reply.

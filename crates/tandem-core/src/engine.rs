@@ -89,7 +89,6 @@ impl Engine {
             max_tokens: config.max_tokens,
             span: config.cloud.span.max(1),
             sampling: config.sampling,
-            spent_today_usd: 0.0,
             overlap: config.cloud.overlap,
         };
         Ok(Engine {
@@ -231,8 +230,8 @@ impl Chat<'_> {
                 to: left_out.end as u32,
             });
         }
-        let spent_today_usd = self.engine.spend.today_usd();
-        if spent_today_usd.is_infinite() && self.engine.budget.get().daily_spend_cap_usd.is_some() {
+        let capped = self.engine.budget.get().daily_spend_cap_usd.is_some();
+        if capped && self.engine.spend.today_usd().is_infinite() {
             sink.emit(Event::Notice {
                 kind: NoticeKind::SpendUnknown,
                 message:
@@ -245,8 +244,6 @@ impl Chat<'_> {
             inner: sink,
             reply: String::new(),
             spend: &self.engine.spend,
-            billed_usd: 0.0,
-            recorded: false,
         };
         let cloud_only = FixedRouter(1.0);
         let (router, budget, cloud) = match mode {
@@ -277,22 +274,14 @@ impl Chat<'_> {
             router,
             budget: &budget,
             messages: &messages,
+            spend: Some(&self.engine.spend),
         };
         let options = DecodeOptions {
-            spent_today_usd,
             max_tokens: settings.max_tokens,
             sampling: settings.sampling(self.engine.decode.sampling),
             ..self.engine.decode
         };
-        let usage = decode::generate(collaboration, &prompt, &options, &mut collect);
-        if usage.is_err() && !collect.recorded {
-            // The reply failed after the cloud answered: what it billed still counts.
-            collect.record(&Usage {
-                est_cost_usd: collect.billed_usd,
-                ..Usage::default()
-            });
-        }
-        let usage = usage?;
+        let usage = decode::generate(collaboration, &prompt, &options, &mut collect)?;
         self.messages.push(Message::assistant(collect.reply));
         Ok(usage)
     }
@@ -334,21 +323,18 @@ enum View {
 /// add five) so that a window that fits by the estimate fits the real prompt.
 const MESSAGE_FRAME_TOKENS: usize = 8;
 
-/// Passes a reply's events on, keeping its text, and puts today's spend on disk before anyone
-/// hears the reply finished (so a meter read right after it counts this reply).
+/// Passes a reply's events on, keeping its text, and puts today's token counts on disk before
+/// anyone hears the reply finished (so a meter read right after it counts this reply; its
+/// spend was booked request by request).
 struct ReplySink<'a> {
     inner: &'a mut dyn EventSink,
     reply: String,
     spend: &'a SpendLedger,
-    /// What the cloud billed so far, for a reply that fails before it finishes.
-    billed_usd: f64,
-    recorded: bool,
 }
 
 impl ReplySink<'_> {
     fn record(&mut self, usage: &Usage) {
-        self.recorded = true;
-        if let Err(e) = self.spend.add(usage) {
+        if let Err(e) = self.spend.add_tokens(usage) {
             self.inner.emit(Event::Notice {
                 kind: NoticeKind::SpendNotSaved,
                 message: format!("could not record today's cloud spend: {e}"),
@@ -361,7 +347,6 @@ impl EventSink for ReplySink<'_> {
     fn emit(&mut self, event: Event) -> bool {
         match &event {
             Event::Token { text, .. } => self.reply.push_str(text),
-            Event::CloudRequest { cost_usd, .. } => self.billed_usd += cost_usd,
             Event::Finished { usage, .. } => self.record(usage),
             _ => {}
         }

@@ -648,7 +648,7 @@ mod tests {
             c.push_user(&"a user's words ".repeat(100));
             c.push_reply(ReplyMode::Routed, reply_events());
             store.save(&mut c).unwrap();
-            ledger.add(&spent).unwrap();
+            ledger.add_tokens(&spent).unwrap();
         }
     }
 

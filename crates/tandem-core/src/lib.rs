@@ -21,6 +21,7 @@
 //! let budget = LiveBudget::new(CloudBudget::off());
 //! let collaboration = Collaboration {
 //!     edge: &mut edge, cloud: None, router: &EntropyRouter, budget: &budget, messages: &[],
+//!     spend: None,
 //! };
 //! generate(collaboration, &prompt, &DecodeOptions::default(), &mut |e: Event| {
 //!     if let Event::Token { text, .. } = e { print!("{text}") }

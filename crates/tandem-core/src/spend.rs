@@ -5,6 +5,14 @@
 //! that cannot be read is kept aside (`spend.json.bad-<seconds>`) and the rest of the day
 //! counts as over any cap, since what was spent before is unknown. Updates from several
 //! processes (the app and the CLI) take a lock on `spend.json.lock`.
+//!
+//! The daily cap is enforced here, under that lock, one request at a time: before a request
+//! is sent its worst case (the whole prompt and the whole span at the user's prices) is
+//! [reserved](SpendLedger::reserve) in the file, so every process sees it at once, and the
+//! reservation is [settled](Reservation::settle) with what the cloud billed when the answer
+//! comes. A process killed mid-request leaves its reservation counted: the provider may
+//! bill a request it received. Two processes spending at full speed therefore pass the cap
+//! by at most what one answer billed beyond its estimate.
 
 use crate::event::Usage;
 use serde::{Deserialize, Serialize};
@@ -17,8 +25,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub struct DayUse {
     /// Days since 1970-01-01 (UTC).
     pub day: u64,
-    /// Estimated spend that day, in USD.
+    /// Estimated spend that day, in USD, counting requests reserved and not yet settled.
     pub usd: f64,
+    /// Of `usd`, the worst cases of requests not yet settled (a process killed mid-request
+    /// leaves its reservation here).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reserved_usd: f64,
     /// Reply tokens written by the edge model that day.
     pub edge_tokens: u64,
     /// Reply tokens that came from the cloud that day.
@@ -27,6 +39,10 @@ pub struct DayUse {
     /// as reached until the day ends.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unknown_before: bool,
+}
+
+fn is_zero(usd: &f64) -> bool {
+    *usd == 0.0
 }
 
 impl DayUse {
@@ -113,23 +129,118 @@ impl SpendLedger {
         unknown
     }
 
-    /// Adds a reply's use to today's totals.
-    pub fn add(&self, usage: &Usage) -> std::io::Result<()> {
-        self.add_on(today(), usage)
+    /// Adds a reply's tokens to today's totals (its spend was booked request by request).
+    pub fn add_tokens(&self, usage: &Usage) -> std::io::Result<()> {
+        self.update(today(), |total| {
+            total.edge_tokens += u64::from(usage.edge_tokens);
+            total.cloud_tokens += u64::from(usage.cloud_tokens);
+            Ok(())
+        })
+        .map_err(std::io::Error::from)
     }
 
-    fn add_on(&self, day: u64, usage: &Usage) -> std::io::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let lock = std::fs::File::create(self.path.with_extension("json.lock"))?;
-        lock.lock()?;
+    /// Books `usd`, a request's worst case, before the request is sent, if today's spend
+    /// with every other reservation leaves room under `cap`. Refused when it does not, when
+    /// today's earlier spend is unknown, or when the ledger cannot be written while a cap is
+    /// set (the cap cannot be kept without it).
+    pub fn reserve(&self, usd: f64, cap: Option<f64>) -> Result<Reservation, Refusal> {
+        self.reserve_on(today(), usd, cap)
+    }
+
+    fn reserve_on(&self, day: u64, usd: f64, cap: Option<f64>) -> Result<Reservation, Refusal> {
+        let usd = usd.max(0.0);
+        let booked = self.update(day, |total| {
+            if let Some(cap) = cap {
+                if total.unknown_before || total.usd + usd > cap {
+                    return Err(Refusal::CapReached);
+                }
+            }
+            total.usd += usd;
+            total.reserved_usd += usd;
+            Ok(())
+        });
+        booked.map(|()| Reservation {
+            ledger: self.clone(),
+            day,
+            usd,
+        })
+    }
+
+    /// Reads today's totals, changes them and writes them back, under the lock.
+    fn update(
+        &self,
+        day: u64,
+        change: impl FnOnce(&mut DayUse) -> Result<(), Refusal>,
+    ) -> Result<(), Refusal> {
+        let locked = || -> std::io::Result<std::fs::File> {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let lock = std::fs::File::create(self.path.with_extension("json.lock"))?;
+            lock.lock()?;
+            Ok(lock)
+        };
+        let _lock = locked().map_err(Refusal::Unwritable)?;
         let mut total = self.read_day(day);
-        total.usd += usage.est_cost_usd.max(0.0);
-        total.edge_tokens += u64::from(usage.edge_tokens);
-        total.cloud_tokens += u64::from(usage.cloud_tokens);
+        change(&mut total)?;
         let json = serde_json::to_vec(&total).expect("spend serializes");
-        crate::atomic::write(&self.path, &json)
+        crate::atomic::write(&self.path, &json).map_err(Refusal::Unwritable)
+    }
+}
+
+/// Why the ledger did not book a request.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// Today's spend, with the requests reserved in every process, leaves no room for it.
+    #[error("today's cloud spend would pass its cap")]
+    CapReached,
+    /// The ledger could not be written.
+    #[error("could not record today's cloud spend: {0}")]
+    Unwritable(#[source] std::io::Error),
+}
+
+impl From<Refusal> for std::io::Error {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Unwritable(e) => e,
+            Refusal::CapReached => std::io::Error::other(refusal),
+        }
+    }
+}
+
+/// A request's worst case, booked in the ledger until its answer says what it cost. Dropped
+/// without [settling](Self::settle), it stays counted.
+#[derive(Debug)]
+#[must_use = "a reservation is settled with what the request billed"]
+pub struct Reservation {
+    ledger: SpendLedger,
+    day: u64,
+    usd: f64,
+}
+
+impl Reservation {
+    /// The worst case that was booked.
+    pub fn usd(&self) -> f64 {
+        self.usd
+    }
+
+    /// Replaces the booked worst case with what the request billed. A request booked before
+    /// midnight and settled after it is paid on the new day (the old day's record is gone).
+    pub fn settle(self, billed_usd: f64) -> std::io::Result<()> {
+        self.settle_on(today(), billed_usd)
+    }
+
+    fn settle_on(self, day: u64, billed_usd: f64) -> std::io::Result<()> {
+        self.ledger
+            .update(day, |total| {
+                if total.day == self.day {
+                    total.reserved_usd = (total.reserved_usd - self.usd).max(0.0);
+                    total.usd = (total.usd - self.usd).max(0.0);
+                }
+                total.usd += billed_usd.max(0.0);
+                Ok(())
+            })
+            .map_err(std::io::Error::from)
     }
 }
 
@@ -137,13 +248,18 @@ impl SpendLedger {
 mod tests {
     use super::*;
 
-    fn usage(usd: f64, edge: u32, cloud: u32) -> Usage {
+    fn tokens(edge: u32, cloud: u32) -> Usage {
         Usage {
             edge_tokens: edge,
             cloud_tokens: cloud,
-            est_cost_usd: usd,
             ..Usage::default()
         }
+    }
+
+    /// Books and settles one request on `day`.
+    fn pay(ledger: &SpendLedger, day: u64, usd: f64) {
+        let booked = ledger.reserve_on(day, usd, None).unwrap();
+        booked.settle_on(day, usd).unwrap();
     }
 
     #[test]
@@ -151,14 +267,87 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = SpendLedger::new(dir.path());
         assert_eq!(ledger.read_day(100).usd, 0.0);
-        ledger.add_on(100, &usage(0.25, 30, 10)).unwrap();
-        ledger.add_on(100, &usage(0.5, 60, 0)).unwrap();
+        pay(&ledger, 100, 0.25);
+        pay(&ledger, 100, 0.5);
         let day = ledger.read_day(100);
-        assert_eq!((day.usd, day.edge_tokens, day.cloud_tokens), (0.75, 90, 10));
-        assert_eq!(day.cloud_share(), 0.1);
+        assert_eq!((day.usd, day.reserved_usd), (0.75, 0.0));
         assert_eq!(ledger.read_day(101).usd, 0.0, "a new day starts at zero");
-        ledger.add_on(101, &usage(0.1, 1, 1)).unwrap();
+        pay(&ledger, 101, 0.1);
         assert_eq!(ledger.read_day(101).usd, 0.1);
+        ledger.add_tokens(&tokens(30, 10)).unwrap();
+        ledger.add_tokens(&tokens(60, 0)).unwrap();
+        let today = ledger.today();
+        assert_eq!((today.edge_tokens, today.cloud_tokens), (90, 10));
+        assert_eq!(today.cloud_share(), 0.1);
+    }
+
+    #[test]
+    fn a_request_is_booked_at_its_worst_case_and_settled_at_what_it_billed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = SpendLedger::new(dir.path());
+        let booked = ledger.reserve_on(5, 0.004, Some(0.01)).unwrap();
+        assert_eq!(booked.usd(), 0.004);
+        let day = ledger.read_day(5);
+        assert_eq!(
+            (day.usd, day.reserved_usd),
+            (0.004, 0.004),
+            "counted at once"
+        );
+        booked.settle_on(5, 0.001).unwrap();
+        let day = ledger.read_day(5);
+        assert_eq!((day.usd, day.reserved_usd), (0.001, 0.0));
+        // Unsettled (a process killed mid-request), the worst case stays counted.
+        drop(ledger.reserve_on(5, 0.004, Some(0.01)).unwrap());
+        assert_eq!(ledger.read_day(5).usd, 0.005);
+        // Settled after midnight: the new day pays what was billed.
+        ledger
+            .reserve_on(5, 0.002, None)
+            .unwrap()
+            .settle_on(6, 0.001)
+            .unwrap();
+        assert_eq!(ledger.read_day(6).usd, 0.001);
+    }
+
+    #[test]
+    fn the_cap_refuses_a_request_whose_worst_case_would_pass_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = SpendLedger::new(dir.path());
+        // $0.00112 a request: four fit under $0.005, the fifth would pass it.
+        let booked: Vec<_> = (0..4)
+            .map(|_| ledger.reserve_on(9, 0.00112, Some(0.005)).unwrap())
+            .collect();
+        assert!(matches!(
+            ledger.reserve_on(9, 0.00112, Some(0.005)),
+            Err(Refusal::CapReached)
+        ));
+        assert!(
+            ledger.reserve_on(9, 0.00112, None).is_ok(),
+            "no cap, no refusal"
+        );
+        for b in booked {
+            b.settle_on(9, 0.0001).unwrap();
+        }
+        assert!(
+            ledger.reserve_on(9, 0.00112, Some(0.005)).is_ok(),
+            "settling for less makes room again"
+        );
+    }
+
+    #[test]
+    fn a_ledger_that_cannot_be_written_keeps_the_cloud_out_under_a_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        // The ledger's folder is a file: nothing can be written under it.
+        let blocked = dir.path().join("data");
+        std::fs::write(&blocked, b"not a folder").unwrap();
+        let ledger = SpendLedger::new(&blocked);
+        assert!(matches!(
+            ledger.reserve(0.001, Some(1.0)),
+            Err(Refusal::Unwritable(_))
+        ));
+        assert!(matches!(
+            ledger.reserve(0.001, None),
+            Err(Refusal::Unwritable(_))
+        ));
     }
 
     #[test]
@@ -173,10 +362,15 @@ mod tests {
             .filter(|n| n.starts_with("spend.json.bad-"))
             .collect();
         assert_eq!(kept.len(), 1, "the bad file is kept for the user");
-        // Still unknown after more use today; a new day starts clean.
-        ledger.add(&usage(0.2, 5, 5)).unwrap();
+        // Still unknown after more use today: no capped request is booked. A new day
+        // starts clean.
+        ledger.add_tokens(&tokens(5, 5)).unwrap();
         assert_eq!(ledger.today_usd(), f64::INFINITY);
         assert_eq!(ledger.today().cloud_share(), 0.5);
+        assert!(matches!(
+            ledger.reserve(0.0, Some(100.0)),
+            Err(Refusal::CapReached)
+        ));
         assert!(!ledger.read_day(today() + 1).unknown_before);
     }
 
@@ -188,7 +382,7 @@ mod tests {
                 let ledger = SpendLedger::new(dir.path());
                 std::thread::spawn(move || {
                     for _ in 0..25 {
-                        ledger.add_on(7, &usage(0.0, 1, 1)).unwrap();
+                        pay(&ledger, 7, 0.5);
                     }
                 })
             })
@@ -196,7 +390,7 @@ mod tests {
         for w in writers {
             w.join().unwrap();
         }
-        assert_eq!(SpendLedger::new(dir.path()).read_day(7).cloud_tokens, 100);
+        assert_eq!(SpendLedger::new(dir.path()).read_day(7).usd, 50.0);
     }
 
     #[test]

@@ -216,6 +216,7 @@ fn drafting_while_the_cloud_is_away_changes_nothing_the_user_sees() {
             router: &MarginRouter,
             budget: &live,
             messages: &[],
+            spend: None,
         };
         let options = DecodeOptions {
             max_tokens: 40,

@@ -361,7 +361,7 @@ pub fn evaluate(
     let mut runs: Vec<RunState> = specs
         .into_iter()
         .map(|spec| RunState {
-            controller: ReplyBudget::new(spec.scorer.threshold_for_share(spec.budget), 0.0),
+            controller: ReplyBudget::new(spec.scorer.threshold_for_share(spec.budget)),
             live: LiveBudget::new(CloudBudget {
                 prices: setup.prices,
                 ..CloudBudget::share(spec.budget)
@@ -432,6 +432,7 @@ pub fn evaluate(
                 router: &recorder,
                 budget: &run.live,
                 messages: &messages,
+                spend: None,
             };
             let started = Instant::now();
             let usage = match setup.scope {

@@ -203,6 +203,17 @@ impl CloudError {
     pub fn is_permanent(&self) -> bool {
         matches!(self, CloudError::NoContinuation { .. })
     }
+
+    /// Whether the provider may bill the failed request: it was received and may have been
+    /// answered (no answer in time, an answer that did not arrive whole or readable, or one
+    /// the user stopped waiting for), so its worst case stays in today's spend. A refusal by
+    /// status (401, 404, 429, 5xx) or no connection at all bills nothing.
+    pub fn may_be_billed(&self) -> bool {
+        matches!(
+            self,
+            CloudError::Timeout { .. } | CloudError::Malformed { .. } | CloudError::Stopped
+        )
+    }
 }
 
 /// An OpenAI-compatible model the loop can ask for the next tokens.

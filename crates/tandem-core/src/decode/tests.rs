@@ -177,6 +177,7 @@ fn reply_over<'a, 'b>(
         router,
         budget: live,
         messages: &[],
+        spend: None,
         reply_start: 3,
         controller,
         sampler: Sampler::new(SamplingParams::default()),
@@ -185,6 +186,7 @@ fn reply_over<'a, 'b>(
         timings: Timings::default(),
         cloud_failures: 0,
         told_spend_capped: false,
+        told_spend_not_saved: false,
         as_ids: true,
         draft: Draft::default(),
     }
@@ -213,6 +215,7 @@ fn run(
         router: &EntropyRouter,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     let options = DecodeOptions {
         max_tokens,
@@ -327,7 +330,7 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     let mut edge = ScriptedEdge::new(|_| 0.0);
     let mut cloud = ScriptedCloud::new(1000);
     let live = LiveBudget::new(CloudBudget::share(1.0));
-    let mut controller = ReplyBudget::new(0.5, 0.0);
+    let mut controller = ReplyBudget::new(0.5);
     let mut reply = reply_over(
         &mut edge,
         &mut cloud,
@@ -337,8 +340,9 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let mut sink = |_: Event| true;
-    let CloudOutcome::Continued { tokens: kept, next } =
-        reply.ask_cloud(waiting(&step), 1.0, 4, &mut sink).unwrap()
+    let CloudOutcome::Continued { tokens: kept, next } = reply
+        .ask_cloud(waiting(&step), 1.0, 4, None, &mut sink)
+        .unwrap()
     else {
         panic!("the cloud's span was kept")
     };
@@ -354,7 +358,7 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     // and not spent from the budget; only the token asked for is the cloud's.
     let mut edge = ScriptedEdge::new(|_| 0.0);
     let mut cloud = ScriptedCloud::new(1000);
-    let mut controller = ReplyBudget::new(0.5, 0.0);
+    let mut controller = ReplyBudget::new(0.5);
     let mut reply = reply_over(
         &mut edge,
         &mut cloud,
@@ -363,8 +367,9 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
         &mut controller,
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
-    let CloudOutcome::Continued { tokens: kept, .. } =
-        reply.ask_cloud(waiting(&step), 1.0, 4, &mut sink).unwrap()
+    let CloudOutcome::Continued { tokens: kept, .. } = reply
+        .ask_cloud(waiting(&step), 1.0, 4, None, &mut sink)
+        .unwrap()
     else {
         panic!("the cloud's span was kept")
     };
@@ -401,7 +406,7 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     }
     let mut edge = ScriptedEdge::new(|_| 0.0);
     let mut jumping = Jumping;
-    let mut controller = ReplyBudget::new(0.5, 0.0);
+    let mut controller = ReplyBudget::new(0.5);
     let mut reply = reply_over(
         &mut edge,
         &mut jumping,
@@ -410,8 +415,9 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
         &mut controller,
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
-    let CloudOutcome::Continued { tokens: kept, next } =
-        reply.ask_cloud(waiting(&step), 1.0, 4, &mut sink).unwrap()
+    let CloudOutcome::Continued { tokens: kept, next } = reply
+        .ask_cloud(waiting(&step), 1.0, 4, None, &mut sink)
+        .unwrap()
     else {
         panic!("the cloud's span was kept")
     };
@@ -450,7 +456,7 @@ fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_anoth
     }
     let (mut edge, mut cloud) = (ScriptedEdge::new(|_| 0.0), Hg);
     let live = LiveBudget::new(CloudBudget::share(1.0));
-    let mut controller = ReplyBudget::new(0.5, 0.0);
+    let mut controller = ReplyBudget::new(0.5);
     let mut reply = reply_over(
         &mut edge,
         &mut cloud,
@@ -460,8 +466,9 @@ fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_anoth
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
     let mut sink = |_: Event| true;
-    let CloudOutcome::Continued { tokens: kept, next } =
-        reply.ask_cloud(waiting(&step), 1.0, 3, &mut sink).unwrap()
+    let CloudOutcome::Continued { tokens: kept, next } = reply
+        .ask_cloud(waiting(&step), 1.0, 3, None, &mut sink)
+        .unwrap()
     else {
         panic!("the cloud's span was kept")
     };
@@ -567,6 +574,7 @@ fn the_edge_end_of_turn_stops_the_reply() {
         router: &EntropyRouter,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     // The edge predicts last + 1: from -3 it reaches 0 (end of turn) after -2, -1.
     generate(c, &[-3], &DecodeOptions::default(), &mut |e: Event| {
@@ -589,6 +597,7 @@ fn a_sink_that_says_stop_cancels_the_reply() {
         router: &EntropyRouter,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     generate(c, &[1], &DecodeOptions::default(), &mut |e: Event| {
         let is_token = matches!(e, Event::Token { .. });
@@ -613,6 +622,7 @@ fn turning_the_budget_off_mid_reply_stops_cloud_requests_at_the_next_token() {
         router: &EntropyRouter,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     let options = DecodeOptions {
         max_tokens: 40,
@@ -763,6 +773,7 @@ fn distant_reply(
         router: &EntropyRouter,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     let options = DecodeOptions {
         max_tokens: 60,
@@ -857,6 +868,7 @@ fn stop_while_the_cloud_is_away_ends_the_reply_without_its_answer() {
         router: &EntropyRouter,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     generate(c, &[5, 6, 7], &DecodeOptions::default(), &mut sink).unwrap();
     assert_eq!(finished(&sink.1).0, FinishReason::Cancelled);
@@ -892,6 +904,7 @@ fn an_endpoint_that_cannot_continue_is_asked_once_and_the_reply_goes_on_locally(
         router: &EntropyRouter,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     generate(c, &[1], &DecodeOptions::default(), &mut |e: Event| {
         events.push(e);

@@ -48,6 +48,7 @@ pub fn route(
         router,
         budget: &live,
         messages: &[],
+        spend: None,
     };
     let options = DecodeOptions {
         max_tokens,

@@ -77,11 +77,11 @@ fn routes_first_critical(reply: &[&Record], router: &dyn Router, share: f32, spa
     };
     let score = |r: &Record| router.score(&r.router_features());
     let budget = CloudBudget::share(share);
-    let mut controller = ReplyBudget::new(router.threshold_for_share(share), 0.0);
+    let mut controller = ReplyBudget::new(router.threshold_for_share(share));
     let mut at = 0;
     while at <= first {
         let RouteDecision::Cloud { max_tokens } =
-            controller.decide(&budget, score(reply[at]), 0, span)
+            controller.decide(&budget, score(reply[at]), span)
         else {
             controller.record(1, 0, 0.0);
             at += 1;
