@@ -24,7 +24,8 @@ use tandem_wire::ErrorBody;
 pub const API_KEY_VAR: &str = "TANDEM_SERVE_API_KEY";
 /// The largest request body read.
 pub const MAX_BODY: usize = 2 << 20;
-/// Completions that may wait behind the running one; more are answered 503.
+/// Jobs (completions and tokenizations) that may wait behind the running one; more are
+/// answered 503 with `Retry-After`.
 pub const MAX_WAITING: usize = 8;
 
 /// Who may use the server.

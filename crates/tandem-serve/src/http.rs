@@ -1,6 +1,7 @@
 //! The HTTP face: OpenAI routes over the model thread, streaming or not.
 
 use crate::guard::{self, error, Access, MAX_BODY};
+use crate::listen;
 use crate::model_thread::{Finished, Job, JobError, JobPrompt, ModelThread, Output, Refused};
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
@@ -96,11 +97,10 @@ pub fn start(model: ModelThread, addr: SocketAddr, access: Access) -> std::io::R
             runtime.block_on(async move {
                 let listener =
                     tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                let _ = axum::serve(listener, router(model, access))
-                    .with_graceful_shutdown(async {
-                        let _ = stopped.await;
-                    })
-                    .await;
+                let _ = listen::serve(listener, router(model, access), async {
+                    let _ = stopped.await;
+                })
+                .await;
             });
         })?;
     Ok(Running {
@@ -125,9 +125,7 @@ pub fn serve_until_interrupted(
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         listening(listener.local_addr()?)?;
-        axum::serve(listener, router(model, access))
-            .with_graceful_shutdown(shutdown_signal())
-            .await
+        listen::serve(listener, router(model, access), shutdown_signal()).await
     })
 }
 
@@ -156,6 +154,14 @@ fn job_failed(e: JobError) -> Response {
     match e {
         JobError::Deadline(_) => unavailable(e),
         e => bad_request(e),
+    }
+}
+
+/// A job the model thread did not take: too many wait, or it has stopped (503 either way).
+fn refused(refused: Refused) -> Response {
+    match refused {
+        Refused::Busy => guard::busy(),
+        Refused::Stopped(stopped) => unavailable(stopped),
     }
 }
 
@@ -194,7 +200,7 @@ async fn tokenize(
 ) -> Response {
     match model.tokenize(request.content, request.add_special).await {
         Ok(tokens) => Json(TokenizeResponse { tokens }).into_response(),
-        Err(stopped) => unavailable(stopped),
+        Err(refused) => self::refused(refused),
     }
 }
 
@@ -298,10 +304,8 @@ async fn run(
     endpoint: Endpoint,
 ) -> Response {
     let with_logprobs = job.logprobs.is_some();
-    match model.complete(job) {
-        Ok(()) => {}
-        Err(Refused::Busy) => return guard::busy(),
-        Err(Refused::Stopped(stopped)) => return unavailable(stopped),
+    if let Err(not_queued) = model.complete(job) {
+        return refused(not_queued);
     }
     let meta = Meta::new(&model.model_name, endpoint);
     if stream {

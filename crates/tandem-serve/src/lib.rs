@@ -11,10 +11,12 @@
 
 mod guard;
 mod http;
+mod listen;
 mod model_thread;
 mod stand_in;
 pub mod startup;
 
 pub use guard::{Access, API_KEY_VAR, MAX_BODY, MAX_WAITING};
 pub use http::{router, serve_until_interrupted, start, Running};
+pub use listen::{HEADER_TIMEOUT, MAX_CONNECTIONS};
 pub use model_thread::{JobError, ModelThread, Refused, ServeOptions, StartError, Stopped};

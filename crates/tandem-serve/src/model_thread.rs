@@ -175,7 +175,7 @@ enum ThreadRequest {
 #[derive(Clone)]
 pub struct ModelThread {
     sender: mpsc::Sender<ThreadRequest>,
-    /// Completions queued or running.
+    /// Jobs (completions and tokenizations) queued or running.
     pending: Arc<AtomicUsize>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) model_name: String,
@@ -213,6 +213,7 @@ impl ModelThread {
                             reply,
                         } => {
                             let _ = reply.send(edge.tokenize(&text, add_special));
+                            thread_pending.fetch_sub(1, Ordering::SeqCst);
                         }
                         ThreadRequest::Complete(job, deadline) => {
                             if !options.prefix_reuse {
@@ -235,29 +236,34 @@ impl ModelThread {
         })
     }
 
-    /// Queues a completion, unless [`crate::MAX_WAITING`] already wait behind the running one.
+    /// Queues a completion, unless [`crate::MAX_WAITING`] jobs already wait behind the
+    /// running one.
     pub fn complete(&self, job: Job) -> Result<(), Refused> {
+        self.queue(ThreadRequest::Complete(job, Instant::now() + self.deadline))
+    }
+
+    /// Tokenizes text with the served model's vocabulary, in the same queue as completions
+    /// (a flood of tokenizations waits or is refused like one of completions).
+    pub async fn tokenize(&self, text: String, add_special: bool) -> Result<Vec<i32>, Refused> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.queue(ThreadRequest::Tokenize {
+            text,
+            add_special,
+            reply,
+        })?;
+        answer.await.map_err(|_| Refused::Stopped(Stopped))
+    }
+
+    /// Sends a job to the model thread, unless [`crate::MAX_WAITING`] already wait.
+    fn queue(&self, request: ThreadRequest) -> Result<(), Refused> {
         let ahead = self.pending.fetch_add(1, Ordering::SeqCst);
         if ahead > crate::MAX_WAITING {
             self.pending.fetch_sub(1, Ordering::SeqCst);
             return Err(Refused::Busy);
         }
         self.sender
-            .send(ThreadRequest::Complete(job, Instant::now() + self.deadline))
+            .send(request)
             .map_err(|_| Refused::Stopped(Stopped))
-    }
-
-    /// Tokenizes text with the served model's vocabulary.
-    pub async fn tokenize(&self, text: String, add_special: bool) -> Result<Vec<i32>, Stopped> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.sender
-            .send(ThreadRequest::Tokenize {
-                text,
-                add_special,
-                reply,
-            })
-            .map_err(|_| Stopped)?;
-        answer.await.map_err(|_| Stopped)
     }
 }
 

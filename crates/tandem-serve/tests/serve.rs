@@ -227,6 +227,55 @@ fn a_burst_beyond_the_queue_is_told_to_retry_instead_of_waiting() {
     assert_eq!(busy.len() + served, 16, "{answers:?}");
 }
 
+/// Tokenizing waits in the same bounded queue as completions: a burst of them behind a
+/// running completion is told to retry like a burst of completions, instead of reaching the
+/// model thread without bound.
+#[test]
+fn a_burst_of_tokenize_requests_waits_in_the_same_queue() {
+    let Some(path) = model() else { return };
+    let server = serve(path, true);
+    let base = server.base_url();
+    let long = {
+        let url = format!("{base}/completions");
+        std::thread::spawn(move || {
+            reqwest::blocking::Client::new()
+                .post(url)
+                // Counting goes on to the last token asked for.
+                .json(&serde_json::json!({"prompt": "1, 2, 3, 4, 5, 6, 7, 8,", "max_tokens": 300}))
+                .send()
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let tokenize = base.trim_end_matches("/v1").to_owned() + "/tokenize";
+    let burst: Vec<_> = (0..16)
+        .map(|_| {
+            let url = tokenize.clone();
+            std::thread::spawn(move || {
+                let response = reqwest::blocking::Client::new()
+                    .post(url)
+                    .json(&serde_json::json!({"content": "Hello there"}))
+                    .send()
+                    .unwrap();
+                let retry = response.headers().contains_key("retry-after");
+                (response.status().as_u16(), retry)
+            })
+        })
+        .collect();
+    let answers: Vec<_> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(long.join().unwrap(), 200);
+    let busy = answers
+        .iter()
+        .filter(|(s, retry)| *s == 503 && *retry)
+        .count();
+    let served = answers.iter().filter(|(s, _)| *s == 200).count();
+    assert!(busy > 0, "{answers:?}");
+    assert!(served >= tandem_serve::MAX_WAITING - 1, "{answers:?}");
+    assert_eq!(busy + served, 16, "{answers:?}");
+}
+
 #[test]
 fn a_request_past_the_deadline_is_a_503_that_says_so() {
     let Some(path) = model() else { return };
