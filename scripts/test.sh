@@ -38,7 +38,7 @@ log "building llama-server (cached after the first run)"
 TANDEM_LLAMA_SERVER="$(nice -n 5 bash scripts/build-llama-server.sh)"
 export TANDEM_LLAMA_SERVER
 
-# One thread per model: the tests run models side by side on two cores (see MODELS.md).
+# One thread per model: the tests run models side by side on two cores (see docs/models.md, threads).
 export TANDEM_TEST_THREADS=1
 
 log "cargo fmt --check"
@@ -49,7 +49,7 @@ trap 'rm -f "$results"' EXIT
 # A private D-Bus session with an unlocked Secret Service, so keyring tests use a real
 # keyring without touching the user's.
 # Its login keyring lives in the cache, created with a throwaway password on first use. The
-# daemon is restarted if it dies (it once did, with SIGTRAP, mid-run on 2026-12-04): one
+# daemon is restarted if it dies (it once did, with SIGTRAP, mid-run): one
 # crash must not turn every later keyring test red.
 export TANDEM_TEST_KEYRING_HOME="$TANDEM_CACHE/test-keyring"
 dbus-run-session -- bash -c '

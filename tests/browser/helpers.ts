@@ -9,7 +9,7 @@ export function launch(): Promise<Browser> {
     executablePath: CHROMIUM,
     headless: true,
     // Starting Chromium is set-up, not what is tested: its first start on a freshly set-up
-    // machine once took over 30 s (a cold run, 2026-12-02), so it gets room of its own.
+    // machine once took over 30 s (a cold run), so it gets room of its own.
     timeout: 120_000,
     // Playwright rejects --user-data-dir; it manages the profile itself.
     args: [

@@ -120,7 +120,7 @@ try {
   check(cloudTokens.length > 0, `${cloudTokens.length} cloud tokens are highlighted`);
 
   // The screen as the user sees it. The DOM holds the reply before WebKit has painted it: on
-  // a busy machine (seen 2026-12-05, both cores loaded) the window was still its bare
+  // a busy machine (both cores loaded) the window was still its bare
   // background 300 ms later, so the screen is read again until the paint lands (up to 20 s).
   const screenColours = () => {
     execFileSync("import", ["-window", "root", screenshot]);
@@ -166,7 +166,7 @@ try {
   mkdirSync(dirname(exported), { recursive: true });
   await driver.findElement(By.xpath("//button[normalize-space()='Export .md']")).click();
   // Only a mapped window can take the focus: a search that also matches the dialog before it
-  // is shown hands windowfocus a window X refuses (BadMatch), as one warm run on 12-03 did.
+  // is shown hands windowfocus a window X refuses (BadMatch), as one warm run did.
   const dialogWindow = execFileSync("xdotool", ["search", "--sync", "--onlyvisible", "--name", "Export the conversation"], { timeout: 30_000 })
     .toString()
     .trim()

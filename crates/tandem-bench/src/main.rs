@@ -198,7 +198,7 @@ fn local_rows(args: &Args) -> Result<Vec<Row>> {
         "Prefill tok/s: hidden states on (prefill-context handoff) ÷ off",
         &with_hidden,
         &without,
-        "≥ 0.95 (0.71 without the handoff, MODELS.md)",
+        "≥ 0.95 (0.71 without the handoff, docs/models.md)",
     ));
 
     eprintln!("3/5 and 4/5: routed replies against tandem serve");

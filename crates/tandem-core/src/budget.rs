@@ -186,8 +186,8 @@ pub enum RouteDecision {
 /// tokens do not swing it, large enough to adapt within a 100-token reply.
 const THRESHOLD_RATE: f32 = 0.05;
 /// How much each token of room above the allowance lowers the bar (and each token below it
-/// raises the bar). Half of 0.5 on 2026-12-03: with the larger allowance, 0.5 spent a short
-/// reply's credit on the restatement's middling positions as soon as it was earned.
+/// raises the bar). Not 0.5: with the allowance of two, 0.5 spent a short reply's credit on
+/// the restatement's middling positions as soon as it was earned (`docs/eval/log.md`).
 const CREDIT_PULL: f32 = 0.25;
 /// Cloud tokens a reply may take before its share has earned them (at most one span). The
 /// bar is the threshold itself while the reply holds exactly this much room, so borrowed

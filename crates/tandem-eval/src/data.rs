@@ -1,4 +1,4 @@
-//! Question-answering data: named splits fetched from the packages in MODELS.md, cached as
+//! Question-answering data: named splits fetched from the packages listed in `docs/models.md`, cached as
 //! plain JSONL, the chat prompts shipped with Tandem, and JSONL files of any of these rows.
 //!
 //! Every multiple-choice set is normalised to the CommonsenseQA row shape
@@ -136,7 +136,7 @@ impl SourceFormat {
     }
 }
 
-/// The splits in MODELS.md, the chat prompts shipped with Tandem and two open prompt sets.
+/// The splits in `docs/models.md`, the chat prompts shipped with Tandem and two open prompt sets.
 /// Router thresholds and prompts are tuned on `csqa:dev` rows 0–599, `gsm8k:test` rows 0–999,
 /// `chat:dev` and `open:dev` only; the rest is kept for final evaluation. Routers learn from
 /// `csqa:train`, `gsm8k:test` rows 0–999, `chat:train` and `open:train` (other prompts than

@@ -80,9 +80,9 @@ impl Router for MarginRouter {
 /// 0.25, 2 nats over five letters) then scores 0.97 and clears the bar a 5% reply starts
 /// from, where margin's own score (0.92) stays just under it. Elsewhere the score is margin's
 /// `1 - (p1 - p2)`: over a clear favourite, spread is wording (the opening of a chat reply,
-/// "The capital of…" against "To find…"), and the noisy OR everywhere (the default until
-/// 2026-12-05) spent chat replies' share there and was 2.1 points behind margin over 288
-/// chat prompts. Its bar starts where margin's does (1 − share).
+/// "The capital of…" against "To find…"), and the noisy OR everywhere (the default before
+/// blend) spent chat replies' share there and was 2.1 points behind margin over 288 chat
+/// prompts. Its bar starts where margin's does (1 − share).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BlendRouter;
 
@@ -90,12 +90,12 @@ pub struct BlendRouter;
 /// scale. Three values tried, one run each, on the 288 chat prompts of `chat:dev` and
 /// `chat:train` 0–239 and GSM8K test rows 20–99, with the noisy OR at every position: at 1
 /// (full strength) 84% of the chat gap and 62.5% of the math gap, at 3 89% and 37.5%, at 2
-/// 86% and 50%; CommonsenseQA dev rows 60–159 within one question at all three (README,
-/// "Entropy at half strength").
+/// 86% and 50%; CommonsenseQA dev rows 60–159 within one question at all three
+/// (`docs/eval/log.md`, "Entropy at half strength").
 const BLEND_ENTROPY_NATS: f32 = 2.0;
 
 /// The top token's probability under which blend adds entropy to margin. One value tried
-/// (README, "Blend where the favourite is weak"): in the judged replies of the retrained
+/// (`docs/eval/log.md`, "Blend where the favourite is weak"): in the judged replies of the retrained
 /// MLP's collections 30% of multiple-choice positions lie under it, 9% of chat's and 2% of
 /// math's.
 const BLEND_WEAK_FAVOURITE: f32 = 0.4;

@@ -93,7 +93,8 @@ impl RouterKind {
     /// ahead of margin (letter first, answer last; intervals above 0), and on GSM8K rows
     /// 20–59 it solves what the noisy OR it replaced solved. That one was ahead on open
     /// prompts by the judge's log-probability. The shipped MLP tied the noisy OR in chat and
-    /// on choices and was behind it on GSM8K. Figures: README.
+    /// on choices and was behind it on GSM8K. Figures: README, "Routing figures"; how they
+    /// were reached: `docs/eval/log.md`.
     pub const DEFAULT: RouterKind = RouterKind::Blend;
 
     /// The name users type.

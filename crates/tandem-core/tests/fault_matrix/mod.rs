@@ -4,7 +4,7 @@
 //! with at most one notice per failure streak saying why.
 //!
 //! The assertions are what a user would notice, never a time. The measured figures (wall
-//! time, requests, notices, resident memory) are printed as the README's fault table:
+//! time, requests, notices, resident memory) are printed as the fault matrix in `docs/testing.md`:
 //! `cargo test --workspace --test worker fault -- --nocapture`. (A module of the engine
 //! thread's test binary: one binary less to link against llama.cpp.)
 
