@@ -73,7 +73,8 @@ dbus-run-session -- bash -c '
 ' 2>&1 | tee "$results"
 
 log "UI: typecheck, unit tests, browser tests (Chromium)"
-npm test 2>&1 | tee -a "$results"
+# The browser tests also drive the real `tandem serve` from a web page.
+TANDEM_BIN="$BIN/tandem" npm test 2>&1 | tee -a "$results"
 
 # The window test runs the app as a user installs it: the .deb (a debug build, which reuses
 # the build above), unpacked into a throwaway root as `dpkg -i` would install it.

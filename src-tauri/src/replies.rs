@@ -11,9 +11,9 @@ use crate::error::{AppError, ErrorKind};
 use crate::state::Shared;
 use std::sync::Arc;
 use tandem_core::chat_settings::ChatSettings;
-use tandem_core::engine::ReplyMode;
 use tandem_core::engine_thread::ReplyHandle;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, Usage};
+use tandem_core::history::ReplyMode;
 use tandem_core::history::{ConversationSummary, HistoryError};
 use tandem_core::message::Message;
 

@@ -19,8 +19,8 @@ use tandem_app::views::{
 use tandem_core::budget::{CloudBudget, Prices};
 use tandem_core::chat_settings::ChatSettings;
 use tandem_core::config::Config;
-use tandem_core::engine::ReplyMode;
 use tandem_core::event::{Event, FinishReason, NoticeKind, Timings, TokenSource, Usage};
+use tandem_core::history::ReplyMode;
 use tandem_core::history::{Conversation, Message, Role};
 use tandem_core::router::RouterKind;
 use tandem_core::spend::DayUse;

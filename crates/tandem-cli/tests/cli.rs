@@ -1060,7 +1060,7 @@ fn the_app_and_generate_spending_at_once_keep_the_daily_cap_between_them() {
             vec![tandem_core::message::Message::user(
                 "Tell me about the mountains.",
             )],
-            tandem_core::engine::ReplyMode::Routed,
+            tandem_core::history::ReplyMode::Routed,
             chat,
         )
         .unwrap();

@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::decode::{self, Collaboration, DecodeOptions};
 use crate::edge::{EdgeError, EdgeModel};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, Usage};
+use crate::history::ReplyMode;
 use crate::local::{default_threads, EdgeWeights, LoadError, LocalModel, LocalOptions};
 use crate::message::Message;
 use crate::models::{self, ModelError};
@@ -18,7 +19,6 @@ use crate::paths::Paths;
 use crate::router::{self, FixedRouter, ModelPair, Router, RouterKind};
 use crate::spend::SpendLedger;
 use crate::window::{self, Overflow};
-use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 /// Why an engine could not start.
@@ -356,19 +356,6 @@ impl EventSink for ReplySink<'_> {
     fn stop_requested(&self) -> bool {
         self.inner.stop_requested()
     }
-}
-
-/// How one reply may use the cloud.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReplyMode {
-    /// The router and the budget decide, token by token.
-    #[default]
-    Routed,
-    /// Nothing leaves the machine: no cloud client is even asked.
-    Edge,
-    /// Every token from the cloud (for comparison), within the daily spend cap.
-    Cloud,
 }
 
 /// Why a reply failed: its prompt could not be rendered or the edge model failed.

@@ -9,8 +9,9 @@
 use crate::budget::LiveBudget;
 use crate::chat_settings::ChatSettings;
 use crate::config::Config;
-use crate::engine::{Engine, OpenError, ReplyMode};
+use crate::engine::{Engine, OpenError};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, Usage};
+use crate::history::ReplyMode;
 use crate::message::Message;
 use crate::paths::Paths;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -101,7 +101,10 @@ impl SpendLedger {
         let read = match std::fs::read(&self.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return fresh,
             Err(_) => None,
-            Ok(bytes) => serde_json::from_slice::<DayUse>(&bytes).ok(),
+            // Amounts that are not money (a hand-edited or damaged file) would open the cap.
+            Ok(bytes) => serde_json::from_slice::<DayUse>(&bytes)
+                .ok()
+                .filter(|d| [d.usd, d.reserved_usd].iter().all(|v| *v >= 0.0)),
         };
         match read {
             Some(d) if d.day == day => d,
@@ -391,6 +394,55 @@ mod tests {
             w.join().unwrap();
         }
         assert_eq!(SpendLedger::new(dir.path()).read_day(7).usd, 50.0);
+    }
+
+    #[test]
+    fn a_ledger_with_negative_spend_is_kept_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = SpendLedger::new(dir.path());
+        std::fs::write(&ledger.path, format!(r#"{{"day":{},"usd":-5}}"#, today())).unwrap();
+        assert!(ledger.today().unknown_before);
+        assert!(matches!(
+            ledger.reserve(0.001, Some(1.0)),
+            Err(Refusal::CapReached)
+        ));
+    }
+
+    proptest::proptest! {
+        /// A ledger damaged on disk (a byte changed, dropped or cut) reads as a day's use or
+        /// as unknown (kept aside), and a capped booking never passes the cap either way.
+        #[test]
+        fn a_damaged_ledger_reads_or_is_kept_aside_and_the_cap_holds(
+            at in 0usize..200,
+            damage in crate::damage::kind(),
+            worst in 0.0f64..0.01,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let ledger = SpendLedger::new(dir.path());
+            let whole = DayUse {
+                day: today(),
+                usd: 0.004,
+                reserved_usd: 0.001,
+                edge_tokens: 10,
+                cloud_tokens: 5,
+                unknown_before: false,
+            };
+            let bytes = serde_json::to_vec(&whole).unwrap();
+            std::fs::write(&ledger.path, crate::damage::apply(bytes, at, damage)).unwrap();
+            let before = ledger.today();
+            proptest::prop_assert!(before.usd >= 0.0 && before.reserved_usd >= 0.0);
+            match ledger.reserve(worst, Some(0.01)) {
+                Ok(booked) => {
+                    proptest::prop_assert!(!before.unknown_before);
+                    proptest::prop_assert!(ledger.today().usd <= 0.01 + 1e-12);
+                    booked.settle(0.0).unwrap();
+                }
+                Err(Refusal::CapReached) => {
+                    proptest::prop_assert!(before.unknown_before || before.usd + worst > 0.01);
+                }
+                Err(Refusal::Unwritable(e)) => proptest::prop_assert!(false, "{e}"),
+            }
+        }
     }
 
     #[test]

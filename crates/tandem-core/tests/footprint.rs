@@ -9,8 +9,8 @@ mod support;
 use support::engine::{asking, config, drain, footprint, paths};
 use support::{model, SMOLLM2};
 use tandem_core::budget::CloudBudget;
-use tandem_core::engine::ReplyMode;
 use tandem_core::engine_thread::EngineThread;
+use tandem_core::history::ReplyMode;
 use tandem_core::router::RouterKind;
 use tandem_fake_cloud::{FakeCloud, Script};
 

@@ -332,3 +332,74 @@ fn the_stand_in_answers_only_the_process_that_started_it() {
     let served = CloudClient::new(client).unwrap().check().unwrap();
     assert!(!served.is_empty());
 }
+
+/// Requests as a stranger might send them: each route's real request with a byte changed,
+/// dropped or cut off at random. Every answer is a reply or an error in OpenAI's shape
+/// (never a 500, never a dropped connection), and the server goes on serving.
+#[test]
+fn damaged_requests_are_answered_in_openai_shape_and_the_server_goes_on() {
+    use proptest::prelude::*;
+    let Some(path) = model() else { return };
+    // A short deadline bounds what a damaged `max_tokens` can ask for.
+    let server = serve_within(path, true, std::time::Duration::from_secs(5));
+    let base = server.base_url();
+    let root = base.trim_end_matches("/v1").to_owned();
+    let requests = [
+        (
+            format!("{base}/completions"),
+            r#"{"prompt":"The sea is","max_tokens":4,"logprobs":2,"temperature":0.5}"#,
+        ),
+        (
+            format!("{base}/completions"),
+            r#"{"prompt":[1,2,3],"max_tokens":3,"stream":true}"#,
+        ),
+        (
+            format!("{base}/chat/completions"),
+            r#"{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hel"}],"max_tokens":3,"continue_final_message":true,"add_generation_prompt":false}"#,
+        ),
+        (
+            format!("{root}/tokenize"),
+            r#"{"content":"Hello there","add_special":true}"#,
+        ),
+    ];
+    let http = reqwest::blocking::Client::new();
+    let config = ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(which in 0usize..4, at in 0usize..200, byte in any::<u8>(), how in 0u8..3)| {
+        let (url, body) = &requests[which];
+        let mut bytes = body.as_bytes().to_vec();
+        let at = at % bytes.len();
+        match how {
+            0 => bytes[at] = byte,
+            1 => { bytes.remove(at); }
+            _ => bytes.truncate(at),
+        }
+        let response = http
+            .post(url)
+            .header("Content-Type", "application/json")
+            .body(bytes)
+            .send()
+            .expect("the server answers");
+        let status = response.status().as_u16();
+        let streamed = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|t| t.to_str().unwrap_or("").starts_with("text/event-stream"));
+        let text = response.text().expect("the body arrives whole");
+        prop_assert!([200, 400, 413, 415, 422, 503].contains(&status), "{status}: {text}");
+        if status != 200 {
+            let error: serde_json::Value = serde_json::from_str(&text).expect("an error is JSON");
+            prop_assert!(error["error"]["message"].is_string(), "{text}");
+        } else if !streamed {
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok(), "{text}");
+        }
+    });
+    let fine = post(
+        &format!("{base}/completions"),
+        serde_json::json!({"prompt": "The sea is", "max_tokens": 2}),
+    );
+    assert_eq!(fine["usage"]["completion_tokens"], 2);
+}

@@ -1,0 +1,120 @@
+/**
+ * A web page gets nothing from `tandem serve` without its key: a page on another site (the
+ * `no-cors` POSTs any page can send, a CORS request, a read) and a DNS-rebinding page (its
+ * own name resolving to 127.0.0.1, so the browser calls it same-origin) are refused before the
+ * model sees them. The real server, with the test model, in Chromium.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { CHROMIUM } from "./helpers";
+
+const tandem = process.env.TANDEM_BIN;
+const models = process.env.TANDEM_TEST_MODELS;
+const BODY = JSON.stringify({ prompt: "The sea is", max_tokens: 2 });
+
+let server: ChildProcess | undefined;
+let browser: Browser | undefined;
+let base = "";
+
+/** Completions the model served so far, read from this machine as a local program would. */
+async function served(): Promise<number> {
+  const metrics = await (await fetch(base.replace(/\/v1$/, "/metrics"))).text();
+  return Number(/^tandem:requests_total (\d+)$/m.exec(metrics)?.[1]);
+}
+
+/** A page at `url` whose document the test serves (the network never sees that name). */
+async function pageAt(url: string): Promise<Page> {
+  const page = await browser!.newPage();
+  await page.route(url, (route) => route.fulfill({ contentType: "text/html", body: "<!doctype html><title>a page</title>" }));
+  await page.goto(url);
+  return page;
+}
+
+beforeAll(async () => {
+  if (!tandem || !models) throw new Error("TANDEM_BIN and TANDEM_TEST_MODELS are not set (scripts/test.sh sets them)");
+  const env = { ...process.env, TANDEM_HOME: mkdtempSync(join(tmpdir(), "tandem-serve-origin-")) };
+  delete env.TANDEM_SERVE_API_KEY;
+  const model = join(models, "SmolLM2-135M-Instruct.Q4_1.gguf");
+  server = spawn(tandem, ["serve", "--model", model, "--port", "0", "--threads", "1", "--context", "512"], {
+    env,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  base = await new Promise<string>((resolve, reject) => {
+    server!.on("exit", (code) => reject(new Error(`tandem serve exited (${code})`)));
+    createInterface({ input: server!.stdout! }).on("line", (line) => {
+      const url = /listening on (http:\/\/\S+\/v1)/.exec(line)?.[1];
+      if (url) resolve(url);
+    });
+  });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    timeout: 120_000,
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", `--host-resolver-rules=MAP rebind.test 127.0.0.1`],
+  });
+  // A local program is served: the server works, and the count starts from here.
+  const fine = await fetch(`${base}/completions`, { method: "POST", headers: { "Content-Type": "application/json" }, body: BODY });
+  expect(fine.status).toBe(200);
+  expect(await served()).toBe(1);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  server?.kill();
+});
+
+describe("tandem serve without a key, from a web page", () => {
+  it("answers a page on another site with nothing it can use, and serves none of its requests", async () => {
+    const page = await pageAt("http://attacker.test/");
+    const outcomes = await page.evaluate(
+      async ({ base, body }) => {
+        const bytes = new TextEncoder().encode(body);
+        const attempts: Array<[string, RequestInit, string]> = [
+          // What any page can send without asking: no Content-Type, or text/plain.
+          ["no-cors bytes", { method: "POST", mode: "no-cors", body: bytes }, "/completions"],
+          ["no-cors text/plain", { method: "POST", mode: "no-cors", headers: { "Content-Type": "text/plain" }, body }, "/completions"],
+          ["no-cors chat", { method: "POST", mode: "no-cors", body: bytes }, "/chat/completions"],
+          // What needs the server's consent (a preflight), and a plain read.
+          ["cors json", { method: "POST", headers: { "Content-Type": "application/json" }, body }, "/completions"],
+          ["cors read", { method: "GET" }, "/models"],
+        ];
+        const seen: Record<string, string> = {};
+        for (const [name, init, path] of attempts) {
+          try {
+            const response = await fetch(base + path, init);
+            seen[name] = response.type === "opaque" ? "opaque" : `${response.status} ${await response.text()}`;
+          } catch {
+            seen[name] = "blocked";
+          }
+        }
+        return seen;
+      },
+      { base, body: BODY },
+    );
+    for (const [name, outcome] of Object.entries(outcomes)) {
+      expect(["opaque", "blocked"], `${name}: ${outcome}`).toContain(outcome);
+    }
+    expect(await served()).toBe(1);
+    await page.close();
+  });
+
+  it("refuses a DNS-rebinding page (same-origin to the browser) with 421 and serves none of its requests", async () => {
+    const port = new URL(base).port;
+    const page = await pageAt(`http://rebind.test:${port}/`);
+    const outcomes = await page.evaluate(async (body) => {
+      const json = { "Content-Type": "application/json" };
+      const completion = await fetch("/v1/completions", { method: "POST", headers: json, body });
+      const models = await fetch("/v1/models");
+      return [completion.status, models.status, await completion.text()];
+    }, BODY);
+    expect(outcomes[0], String(outcomes[2])).toBe(421);
+    expect(outcomes[1]).toBe(421);
+    expect(await served()).toBe(1);
+    await page.close();
+  });
+});
