@@ -2,7 +2,8 @@
  * A web page gets nothing from `tandem serve` without its key: a page on another site (the
  * `no-cors` POSTs any page can send, a CORS request, a read) and a DNS-rebinding page (its
  * own name resolving to 127.0.0.1, so the browser calls it same-origin) are refused before the
- * model sees them. The real server, with the test model, in Chromium.
+ * model sees them. The real server, with the test model, in Chromium with its Private Network
+ * Access checks off: other browsers have none, so what is tested is the server's own door.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -55,7 +56,13 @@ beforeAll(async () => {
     executablePath: CHROMIUM,
     headless: true,
     timeout: 120_000,
-    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", `--host-resolver-rules=MAP rebind.test 127.0.0.1`],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--no-first-run",
+      "--host-resolver-rules=MAP rebind.test 127.0.0.1",
+      "--disable-features=BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,PrivateNetworkAccessRespectPreflightResults,LocalNetworkAccessChecks",
+    ],
   });
   // A local program is served: the server works, and the count starts from here.
   const fine = await fetch(`${base}/completions`, { method: "POST", headers: { "Content-Type": "application/json" }, body: BODY });
@@ -71,6 +78,10 @@ afterAll(async () => {
 describe("tandem serve without a key, from a web page", () => {
   it("answers a page on another site with nothing it can use, and serves none of its requests", async () => {
     const page = await pageAt("http://attacker.test/");
+    const answered: number[] = [];
+    page.on("response", (r) => {
+      if (r.url().startsWith(base)) answered.push(r.status());
+    });
     const outcomes = await page.evaluate(
       async ({ base, body }) => {
         const bytes = new TextEncoder().encode(body);
@@ -99,13 +110,19 @@ describe("tandem serve without a key, from a web page", () => {
     for (const [name, outcome] of Object.entries(outcomes)) {
       expect(["opaque", "blocked"], `${name}: ${outcome}`).toContain(outcome);
     }
+    // The server was reached, and said no: 415 for what was not JSON, 403 for another site.
+    expect(answered.length, String(answered)).toBeGreaterThan(0);
+    expect(answered.every((status) => status === 403 || status === 415), String(answered)).toBe(true);
     expect(await served()).toBe(1);
     await page.close();
   });
 
   it("refuses a DNS-rebinding page (same-origin to the browser) with 421 and serves none of its requests", async () => {
     const port = new URL(base).port;
-    const page = await pageAt(`http://rebind.test:${port}/`);
+    // After the rebinding, the page's own name leads to this machine: its document and its
+    // requests come from and go to the server, same-origin.
+    const page = await browser!.newPage();
+    await page.goto(`http://rebind.test:${port}/health`);
     const outcomes = await page.evaluate(async (body) => {
       const json = { "Content-Type": "application/json" };
       const completion = await fetch("/v1/completions", { method: "POST", headers: json, body });
