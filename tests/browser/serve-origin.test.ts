@@ -38,7 +38,7 @@ async function pageAt(url: string): Promise<Page> {
 
 beforeAll(async () => {
   if (!tandem || !models) throw new Error("TANDEM_BIN and TANDEM_TEST_MODELS are not set (scripts/test.sh sets them)");
-  const env = { ...process.env, TANDEM_HOME: mkdtempSync(join(tmpdir(), "tandem-serve-origin-")) };
+  const env: NodeJS.ProcessEnv = { ...process.env, TANDEM_HOME: mkdtempSync(join(tmpdir(), "tandem-serve-origin-")) };
   delete env.TANDEM_SERVE_API_KEY;
   const model = join(models, "SmolLM2-135M-Instruct.Q4_1.gguf");
   server = spawn(tandem, ["serve", "--model", model, "--port", "0", "--threads", "1", "--context", "512"], {
