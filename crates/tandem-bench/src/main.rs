@@ -12,6 +12,7 @@
 //!    ([`network`]), waiting for each request and drafting while it is in flight.
 
 mod delay_proxy;
+mod history;
 mod llama_server;
 mod network;
 
@@ -68,6 +69,15 @@ struct Args {
     /// Tokens per reply at most in the network comparison.
     #[arg(long, default_value_t = 128)]
     network_tokens: u32,
+    /// Run only the history comparison (6).
+    #[arg(long, conflicts_with = "network_only")]
+    history_only: bool,
+    /// Conversations in the history comparison.
+    #[arg(long, default_value_t = 1000)]
+    history_conversations: usize,
+    /// Replies in each of them.
+    #[arg(long, default_value_t = 50)]
+    history_replies: usize,
 }
 
 const PROMPTS: [&str; 3] = [
@@ -79,19 +89,30 @@ const PROMPTS: [&str; 3] = [
 fn main() -> Result<()> {
     let args = Args::parse();
     let mut table = String::new();
-    if !args.network_only {
+    let everything = !args.network_only && !args.history_only;
+    if everything {
         table = render(&local_rows(&args)?, &args);
         table.push('\n');
     }
-    eprintln!("5/5 routed replies with the cloud a round trip away");
-    let running = serve_cloud(&args.cloud, true)?;
-    table.push_str(&network::run(&network::Setup {
-        edge: &args.edge,
-        cloud: running.addr,
-        rtts: &args.rtts,
-        prompts: args.network_prompts,
-        max_tokens: args.network_tokens,
-    })?);
+    if everything || args.network_only {
+        eprintln!("5/6 routed replies with the cloud a round trip away");
+        let running = serve_cloud(&args.cloud, true)?;
+        table.push_str(&network::run(&network::Setup {
+            edge: &args.edge,
+            cloud: running.addr,
+            rtts: &args.rtts,
+            prompts: args.network_prompts,
+            max_tokens: args.network_tokens,
+        })?);
+        table.push('\n');
+    }
+    if everything || args.history_only {
+        eprintln!("6/6 history at scale");
+        table.push_str(&history::run(&history::Setup {
+            conversations: args.history_conversations,
+            replies: args.history_replies,
+        })?);
+    }
     println!("{table}");
     if let Some(path) = &args.out {
         std::fs::write(path, &table).with_context(|| format!("writing {}", path.display()))?;
@@ -109,7 +130,7 @@ fn local_rows(args: &Args) -> Result<Vec<Row>> {
     };
     let mut rows = Vec::new();
 
-    eprintln!("1/5 edge decode: tandem vs llama-server");
+    eprintln!("1/6 edge decode: tandem vs llama-server");
     let server = llama_server::LlamaServer::start(&args.llama_server, &args.edge, args.threads)?;
     let prompt = weights.tokenize(&weights.chat_prompt(&[Message::user(PROMPTS[0])])?, true);
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
@@ -125,7 +146,7 @@ fn local_rows(args: &Args) -> Result<Vec<Row>> {
         "≥ 0.97",
     ));
 
-    eprintln!("2/5 routed loop with the cloud off vs plain local loop");
+    eprintln!("2/6 routed loop with the cloud off vs plain local loop");
     let mlp = MlpRouter::load(&args.mlp, None)?;
     // The router a new user runs; the MLP row below covers a router that reads hidden states.
     let default_kind = RouterKind::DEFAULT;
@@ -201,7 +222,7 @@ fn local_rows(args: &Args) -> Result<Vec<Row>> {
         "≥ 0.95 (0.71 without the handoff, docs/models.md)",
     ));
 
-    eprintln!("3/5 and 4/5: routed replies against tandem serve");
+    eprintln!("3/6 and 4/6: routed replies against tandem serve");
     // Edge and cloud share two cores: one thread each.
     let edge_one = LocalOptions {
         threads: 1,
