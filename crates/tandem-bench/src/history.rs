@@ -13,7 +13,7 @@
 use anyhow::Result;
 use std::time::{Duration, Instant};
 use tandem_core::event::{Event, FinishReason, Timings, TokenSource, Usage};
-use tandem_core::history::{Conversation, ConversationStore, ReplyMode};
+use tandem_core::history::{Conversation, ConversationStore, HistoryError, ReplyMode};
 use tandem_core::sampling::SplitMix64;
 
 /// What one run builds.
@@ -39,6 +39,7 @@ pub fn run(setup: &Setup) -> Result<String> {
     let store = ConversationStore::new(&dir);
     let (mut text_bytes, mut old_bytes, mut old_replies) = (0usize, 0usize, 0usize);
     let mut newest = String::new();
+    let mut old_file = Vec::new();
     for n in 0..setup.conversations {
         let mut conversation = store.create()?;
         for r in 0..setup.replies {
@@ -53,7 +54,8 @@ pub fn run(setup: &Setup) -> Result<String> {
             .map(|m| m.content.len())
             .sum::<usize>();
         if n < OLD_FORM_SAMPLE {
-            old_bytes += serde_json::to_vec(&conversation)?.len();
+            old_file = serde_json::to_vec(&conversation)?;
+            old_bytes += old_file.len();
             old_replies += setup.replies;
         }
         newest = conversation.id;
@@ -73,6 +75,14 @@ pub fn run(setup: &Setup) -> Result<String> {
         store.list("").map(|_| ())
     })?;
     let open = median(5, || store.get(&newest).map(|_| ()))?;
+    let open_old = median(5, || {
+        serde_json::from_slice::<Conversation>(&old_file)
+            .map(|_| ())
+            .map_err(|e| HistoryError::Corrupt {
+                path: "old form".into(),
+                detail: e.to_string(),
+            })
+    })?;
     let _ = std::fs::remove_dir_all(&dir);
 
     let per_reply = file_bytes as f64 / replies as f64;
@@ -84,7 +94,7 @@ pub fn run(setup: &Setup) -> Result<String> {
          |---|---|---|---|\n\
          | Sidebar list (ms): from the index ÷ parsing every file | {:.1} | {:.1} | ≤ 100 ms |\n\
          | File bytes per reply (text the user and the model wrote: {:.0} bytes) | {:.0} ({:.1}× the text) | {:.0} ({:.1}×), every request whole | ≤ 2× the text |\n\
-         | Open the newest conversation (ms) | {:.1} | | |\n",
+         | Open a conversation of {r} replies (ms), as the app does at start | {:.1} | {:.1}, every request whole | |\n",
         ms(indexed),
         ms(every_file),
         text_per_reply,
@@ -93,16 +103,14 @@ pub fn run(setup: &Setup) -> Result<String> {
         old_per_reply,
         old_per_reply / text_per_reply,
         ms(open),
+        ms(open_old),
         c = setup.conversations,
         r = setup.replies,
     ))
 }
 
 /// The median time of `rounds` runs of `f`.
-fn median(
-    rounds: usize,
-    mut f: impl FnMut() -> Result<(), tandem_core::history::HistoryError>,
-) -> Result<Duration> {
+fn median(rounds: usize, mut f: impl FnMut() -> Result<(), HistoryError>) -> Result<Duration> {
     let mut times = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let started = Instant::now();
@@ -134,8 +142,8 @@ fn corpus_tokens() -> Vec<&'static str> {
 }
 
 /// The `r`-th user turn of conversation `n` and the reply's events, its requests carrying
-/// the window of `conversation` so far; ids and scores drawn as a model's look (any
-/// id of a 151k vocabulary, scores to full precision).
+/// the window of `conversation` so far: a piece's id is the same wherever it appears, as a
+/// tokenizer's is, and scores are drawn to full precision.
 fn exchange(conversation: &Conversation, n: usize, r: usize) -> (String, Vec<Event>) {
     let tokens = corpus_tokens();
     let mut draw = SplitMix64::new((n * 1000 + r) as u64);
@@ -158,6 +166,7 @@ fn exchange(conversation: &Conversation, n: usize, r: usize) -> (String, Vec<Eve
     let every = REPLY_TOKENS / REQUESTS_PER_REPLY;
     for t in 0..REPLY_TOKENS {
         let text = next().to_owned();
+        let id = vocabulary_id(&text);
         let routed = t % every == 0;
         if routed {
             events.push(Event::CloudRequest {
@@ -172,7 +181,7 @@ fn exchange(conversation: &Conversation, n: usize, r: usize) -> (String, Vec<Eve
         reply.push_str(&text);
         events.push(Event::Token {
             text,
-            id: (draw.next_u64() % 151_000) as i32,
+            id,
             source: if routed {
                 TokenSource::Cloud
             } else {
@@ -194,6 +203,14 @@ fn exchange(conversation: &Conversation, n: usize, r: usize) -> (String, Vec<Eve
         timings: Timings::default(),
     });
     (user, events)
+}
+
+/// An id in a 151k vocabulary for `piece`, the same for the same piece.
+fn vocabulary_id(piece: &str) -> i32 {
+    let hash = piece.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    (hash % 151_000) as i32
 }
 
 /// The conversation's last turns as the chat template renders them, within the window;

@@ -5,6 +5,7 @@
 //! exactly as it streamed (which tokens came from the cloud, their scores, what each request
 //! sent, the footer) and an export carries the same provenance.
 
+mod columns;
 mod conversation;
 mod export;
 mod index;

@@ -9,11 +9,12 @@
 //! `sent`. The app and an export still see every request's whole text; files written before
 //! this read as they are (no `sent_from`: whole).
 //!
-//! The JSON is then gzipped: a reply's provenance is an event per token (its text, id,
-//! source and score), several times the reply's own text as JSON, and it compresses well.
+//! A reply's tokens are stored as columns ([`columns`]) and the JSON is then gzipped: a
+//! reply's provenance (every token's text, id, source and score) is several times the reply's
+//! own text, and it compresses well.
 //! A file that is not gzip is read as plain JSON, as files were written before.
 
-use super::Conversation;
+use super::{columns, Conversation};
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde_json::{Map, Value};
@@ -124,6 +125,7 @@ pub(super) fn to_file(conversation: &Conversation) -> Vec<u8> {
         Ok(())
     })
     .expect("writing never fails");
+    columns::pack(&mut value);
     let json = serde_json::to_vec(&value).expect("conversations serialize");
     let mut packed = GzEncoder::new(Vec::with_capacity(json.len() / 4), Default::default());
     packed.write_all(&json).expect("writing to memory");
@@ -145,6 +147,7 @@ pub(super) fn from_file(bytes: &[u8]) -> Result<Conversation, String> {
         bytes
     };
     let mut value: Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    columns::unpack(&mut value)?;
     let mut previous = String::new();
     for_each_request(&mut value, |request| {
         let reuse = Reuse::read(request, &previous)?;
