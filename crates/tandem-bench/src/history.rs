@@ -92,7 +92,7 @@ pub fn run(setup: &Setup) -> Result<String> {
     Ok(format!(
         "| History: {c} conversations × {r} replies ({REPLY_TOKENS} tokens, {REQUESTS_PER_REPLY} cloud requests each, 4k-token window) | measured | before | goal |\n\
          |---|---|---|---|\n\
-         | Sidebar list (ms): from the index ÷ parsing every file | {:.1} | {:.1} | ≤ 100 ms |\n\
+         | Sidebar list (ms): from the index (before: parsing every file) | {:.1} | {:.1} | ≤ 100 ms |\n\
          | File bytes per reply (text the user and the model wrote: {:.0} bytes) | {:.0} ({:.1}× the text) | {:.0} ({:.1}×), every request whole | ≤ 2× the text |\n\
          | Open a conversation of {r} replies (ms), as the app does at start | {:.1} | {:.1}, every request whole | |\n",
         ms(indexed),

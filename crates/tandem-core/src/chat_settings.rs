@@ -5,7 +5,6 @@
 //! applies exactly these to every reply of it, so what the chat settings show is what the
 //! model did.
 
-use crate::config::Config;
 use crate::message::Message;
 use crate::sampling::SamplingParams;
 use crate::window::ContextPolicy;
@@ -31,9 +30,17 @@ pub struct ChatSettings {
 }
 
 impl Default for ChatSettings {
-    /// What a conversation gets from the default settings.
+    /// What a conversation gets from the default settings (the settings file's defaults are
+    /// these).
     fn default() -> Self {
-        Config::default().chat_settings()
+        let sampling = SamplingParams::default();
+        Self {
+            system_prompt: String::new(),
+            temperature: sampling.temperature,
+            top_p: sampling.top_p,
+            max_tokens: 256,
+            context_policy: ContextPolicy::default(),
+        }
     }
 }
 

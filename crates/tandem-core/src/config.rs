@@ -3,7 +3,7 @@
 
 use crate::budget::CloudBudget;
 use crate::chat_settings::ChatSettings;
-use crate::cloud::{ApiKey, CloudMode};
+use crate::endpoint::{ApiKey, CloudMode};
 use crate::router::RouterKind;
 use crate::sampling::SamplingParams;
 use crate::window::ContextPolicy;
@@ -89,13 +89,14 @@ pub struct ServeSettings {
 
 impl Default for Config {
     fn default() -> Self {
+        let chat = ChatSettings::default();
         Self {
             edge: "qwen2.5-coder-0.5b".into(),
             threads: None,
             context: 4096,
-            max_tokens: 256,
-            system_prompt: String::new(),
-            context_policy: ContextPolicy::default(),
+            max_tokens: chat.max_tokens,
+            system_prompt: chat.system_prompt,
+            context_policy: chat.context_policy,
             cloud: CloudSettings::default(),
             budget: CloudBudget::default(),
             router: RouterSettings::default(),
@@ -258,6 +259,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = Config::default_path(dir.path());
         assert_eq!(Config::load(&path).unwrap(), Config::default());
+        assert_eq!(Config::default().chat_settings(), ChatSettings::default());
         let mut c = Config::default();
         c.budget.max_share = 0.3;
         c.router.kind = RouterKind::Entropy;

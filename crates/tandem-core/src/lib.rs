@@ -39,6 +39,7 @@ pub mod config;
 mod damage;
 pub mod decode;
 pub mod edge;
+pub mod endpoint;
 pub mod engine;
 pub mod engine_thread;
 pub mod event;

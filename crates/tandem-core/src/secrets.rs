@@ -8,7 +8,7 @@
 //! pointed at, under the same plain-http rule. The key is never written to settings, logs or
 //! events.
 
-use crate::cloud::{is_on_this_machine, ApiKey};
+use crate::endpoint::{is_on_this_machine, ApiKey};
 
 /// The environment variable holding the cloud API key.
 pub const API_KEY_VAR: &str = "TANDEM_CLOUD_API_KEY";

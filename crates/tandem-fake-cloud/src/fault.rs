@@ -46,15 +46,12 @@ pub enum Fault {
     CutBody,
 }
 
-/// The id [`Fault::ForeignIds`] reports for every token.
-pub const FOREIGN_ID: tandem_wire::TokenId = 2_000_000_000;
-
 /// How a fault changes an answer that is otherwise given normally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Distortion {
     /// Tokens to answer instead of `max_tokens`.
     pub tokens: Option<usize>,
-    /// Whether ids are replaced by [`FOREIGN_ID`].
+    /// Whether ids are replaced by [`response::FOREIGN_ID`].
     pub foreign_ids: bool,
 }
 

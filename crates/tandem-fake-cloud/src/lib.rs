@@ -45,7 +45,8 @@ mod server;
 mod state;
 
 pub use continuation::ChatContinuation;
-pub use fault::{Fault, FOREIGN_ID};
+pub use fault::Fault;
+pub use response::FOREIGN_ID;
 pub use script::{Script, ScriptToken};
 pub use server::FakeCloud;
 pub use state::RecordedRequest;

@@ -18,6 +18,9 @@ use crate::script::ScriptToken;
 /// The logprob reported for every scripted token: the fake is always confident.
 const LOGPROB: f32 = -0.1;
 
+/// The id [`crate::Fault::ForeignIds`] reports for every token.
+pub const FOREIGN_ID: tandem_wire::TokenId = 2_000_000_000;
+
 /// The finish reason of every answer: the fake always stops at the token limit.
 const FINISH_REASON: &str = "length";
 
@@ -45,7 +48,7 @@ pub(crate) struct Answer<'a> {
     pub prompt_tokens: usize,
     /// Whether to include logprobs.
     pub logprobs: bool,
-    /// Whether logprobs report [`crate::fault::FOREIGN_ID`] instead of the tokens' ids.
+    /// Whether logprobs report [`FOREIGN_ID`] instead of the tokens' ids.
     pub foreign_ids: bool,
 }
 
@@ -132,7 +135,7 @@ impl Answer<'_> {
                     .iter()
                     .map(|token| {
                         let id = match self.foreign_ids {
-                            true => Some(crate::fault::FOREIGN_ID),
+                            true => Some(FOREIGN_ID),
                             false => token.id,
                         };
                         logprob_entry(token, id)

@@ -7,7 +7,8 @@
 
 use super::continuation::{self, Continuation};
 use super::{
-    Answered, ApiKey, Arrival, Cloud, CloudError, CloudReply, CloudRequest, InFlight, STOP_POLL,
+    Answered, ApiKey, Arrival, Cloud, CloudError, CloudMode, CloudReply, CloudRequest, InFlight,
+    STOP_POLL,
 };
 use crate::edge::TokenId;
 use reqwest::blocking::{Client, RequestBuilder, Response};
@@ -28,19 +29,6 @@ const MAX_BODY: usize = 4 << 20;
 const MAX_MESSAGE_CHARS: usize = 300;
 /// Same-origin redirects followed before giving up.
 const MAX_REDIRECTS: usize = 3;
-
-/// Which OpenAI endpoint the cloud is asked through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CloudMode {
-    /// `/v1/completions` with the edge's exact prompt, as token ids or text.
-    #[default]
-    Completions,
-    /// `/v1/chat/completions` with the messages and the reply so far as a final assistant
-    /// message to continue (`continue_final_message`, as vLLM and SGLang accept), for
-    /// servers that offer only chat.
-    Chat,
-}
 
 /// Where and how to reach the cloud.
 #[derive(Debug, Clone)]

@@ -9,13 +9,12 @@ mod continuation;
 mod presets;
 mod settings;
 
-pub use client::{CloudClient, CloudConfig, CloudMode};
+pub use crate::endpoint::{is_on_this_machine, ApiKey, CloudMode};
+pub use client::{CloudClient, CloudConfig};
 pub use presets::{CloudPreset, CLOUD_PRESETS};
-pub use settings::is_on_this_machine;
 
 use crate::edge::TokenId;
 use crate::message::Message;
-use std::fmt;
 use std::time::{Duration, Instant};
 
 /// Text whose tokenization tells whether the cloud shares the edge vocabulary: words,
@@ -24,43 +23,6 @@ pub const VOCAB_PROBE: &str = "Tandem probe: naïve café, 12345 + 678 = 13023;\
 
 /// How often a wait for the cloud asks whether the user pressed Stop.
 pub const STOP_POLL: Duration = Duration::from_millis(50);
-
-/// An API key. Its `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key; empty strings mean "no key".
-    pub fn new(key: impl Into<String>) -> Option<Self> {
-        let key = key.into().trim().to_owned();
-        (!key.is_empty()).then_some(Self(key))
-    }
-
-    /// The key itself, for the `Authorization` header only.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// A form safe to show: the last four characters.
-    pub fn masked(&self) -> String {
-        let tail: String = self
-            .0
-            .chars()
-            .rev()
-            .take(4)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        format!("…{tail}")
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(***)")
-    }
-}
 
 /// What the loop asks the cloud for: the next tokens after the edge's exact prompt so far.
 pub struct CloudRequest<'a> {

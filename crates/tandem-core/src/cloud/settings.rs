@@ -1,7 +1,7 @@
 //! From the user's cloud settings to a client configuration: the one place that looks up the
 //! API key and decides whether a keyring problem is worth telling the user.
 
-use super::CloudConfig;
+use super::{is_on_this_machine, CloudConfig};
 use crate::config::CloudSettings;
 use crate::secrets;
 use std::time::Duration;
@@ -43,37 +43,23 @@ impl CloudConfig {
     }
 }
 
-/// Whether `url`'s host is this machine: `localhost`, `127.0.0.0/8` or `::1` (the host
-/// itself, not text anywhere in the URL).
-pub fn is_on_this_machine(url: &str) -> bool {
-    let Ok(url) = reqwest::Url::parse(url) else {
-        return false;
-    };
-    url.host_str().is_some_and(|host| {
-        host.eq_ignore_ascii_case("localhost")
-            || host
-                .trim_matches(['[', ']'])
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::CloudMode;
 
     #[test]
     fn settings_carry_model_mode_and_timeout_and_a_broken_timeout_keeps_the_default() {
         let mut settings = CloudSettings {
             model: Some("big".into()),
-            mode: crate::cloud::CloudMode::Chat,
+            mode: CloudMode::Chat,
             timeout_secs: 7.5,
             ..CloudSettings::default()
         };
         let (config, _) = CloudConfig::from_settings("http://127.0.0.1:9/v1/", &settings);
         assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
         assert_eq!(config.model.as_deref(), Some("big"));
-        assert_eq!(config.mode, crate::cloud::CloudMode::Chat);
+        assert_eq!(config.mode, CloudMode::Chat);
         assert_eq!(config.request_timeout, Duration::from_secs_f32(7.5));
         settings.timeout_secs = f32::INFINITY;
         let (config, _) = CloudConfig::from_settings("http://127.0.0.1:9/v1", &settings);
@@ -81,22 +67,5 @@ mod tests {
             config.request_timeout,
             CloudConfig::new("x").request_timeout
         );
-    }
-
-    #[test]
-    fn loopback_urls_are_on_this_machine() {
-        assert!(is_on_this_machine("http://127.0.0.1:8081/v1"));
-        assert!(is_on_this_machine("http://localhost:8080/v1"));
-        assert!(is_on_this_machine("http://[::1]:1/v1"));
-        assert!(is_on_this_machine("http://127.3.0.1/v1"));
-        for elsewhere in [
-            "https://openrouter.ai/api/v1",
-            "http://10.0.0.2/v1",
-            "http://evil.example/v1?via=://127.0.0.1",
-            "http://127.0.0.1.evil.example/v1",
-            "not a url",
-        ] {
-            assert!(!is_on_this_machine(elsewhere), "{elsewhere}");
-        }
     }
 }
