@@ -36,22 +36,31 @@ async function pageAt(url: string): Promise<Page> {
   return page;
 }
 
-beforeAll(async () => {
-  if (!tandem || !models) throw new Error("TANDEM_BIN and TANDEM_TEST_MODELS are not set (scripts/test.sh sets them)");
+/** Starts `tandem serve` on the test model, with `key` as its key (none: no key), and returns its base URL. */
+async function startServer(key?: string): Promise<{ child: ChildProcess; url: string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, TANDEM_HOME: mkdtempSync(join(tmpdir(), "tandem-serve-origin-")) };
   delete env.TANDEM_SERVE_API_KEY;
-  const model = join(models, "SmolLM2-135M-Instruct.Q4_1.gguf");
-  server = spawn(tandem, ["serve", "--model", model, "--port", "0", "--threads", "1", "--context", "512"], {
+  if (key) env.TANDEM_SERVE_API_KEY = key;
+  const model = join(models!, "SmolLM2-135M-Instruct.Q4_1.gguf");
+  const child = spawn(tandem!, ["serve", "--model", model, "--port", "0", "--threads", "1", "--context", "512"], {
     env,
     stdio: ["ignore", "pipe", "inherit"],
   });
-  base = await new Promise<string>((resolve, reject) => {
-    server!.on("exit", (code) => reject(new Error(`tandem serve exited (${code})`)));
-    createInterface({ input: server!.stdout! }).on("line", (line) => {
-      const url = /listening on (http:\/\/\S+\/v1)/.exec(line)?.[1];
-      if (url) resolve(url);
+  const url = await new Promise<string>((resolve, reject) => {
+    child.on("exit", (code) => reject(new Error(`tandem serve exited (${code})`)));
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const found = /listening on (http:\/\/\S+\/v1)/.exec(line)?.[1];
+      if (found) resolve(found);
     });
   });
+  return { child, url };
+}
+
+beforeAll(async () => {
+  if (!tandem || !models) throw new Error("TANDEM_BIN and TANDEM_TEST_MODELS are not set (scripts/test.sh sets them)");
+  const started = await startServer();
+  server = started.child;
+  base = started.url;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -73,6 +82,35 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   server?.kill();
+});
+
+describe("tandem serve with a key (as the app's stand-in always runs), from a web page", () => {
+  it("refuses every request of a page on another site and serves none", async () => {
+    const keyed = await startServer("sk-this-run-only");
+    try {
+      const page = await pageAt("http://attacker.test/");
+      const answered: number[] = [];
+      page.on("response", (r) => {
+        if (r.url().startsWith(keyed.url)) answered.push(r.status());
+      });
+      await page.evaluate(
+        async ({ url, body }) => {
+          const json = { "Content-Type": "application/json" };
+          for (const init of [{ method: "POST", mode: "no-cors", headers: json, body }, { method: "POST", mode: "no-cors", body }] as RequestInit[]) {
+            await fetch(`${url}/completions`, init).catch(() => undefined);
+          }
+        },
+        { url: keyed.url, body: BODY },
+      );
+      expect(answered.length, String(answered)).toBeGreaterThan(0);
+      expect(answered.every((status) => status === 401 || status === 403 || status === 415), String(answered)).toBe(true);
+      const metrics = await (await fetch(keyed.url.replace(/\/v1$/, "/metrics"), { headers: { Authorization: "Bearer sk-this-run-only" } })).text();
+      expect(/^tandem:requests_total (\d+)$/m.exec(metrics)?.[1]).toBe("0");
+      await page.close();
+    } finally {
+      keyed.child.kill();
+    }
+  });
 });
 
 describe("tandem serve without a key, from a web page", () => {
