@@ -31,17 +31,11 @@ pub struct Shared {
     settings_stuck: bool,
 }
 
-/// Moves an unusable settings file to `config.toml.bad-<seconds>`; says where it went, or
-/// that it could not (`Err`: it is still in place).
+/// Moves an unusable settings file aside (`config.toml.bad-<seconds>`); says where it went,
+/// or that it could not (`Err`: it is still in place).
 fn set_aside(path: &std::path::Path) -> Result<String, String> {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut kept = path.as_os_str().to_owned();
-    kept.push(format!(".bad-{seconds}"));
-    let kept = std::path::PathBuf::from(kept);
-    match std::fs::rename(path, &kept) {
-        Ok(()) => Ok(format!("it was kept as {}", kept.display())),
+    match tandem_core::atomic::set_aside(path) {
+        Ok(kept) => Ok(format!("it was kept as {}", kept.display())),
         Err(e) => Err(format!(
             "it could not be kept aside ({e}), so settings will not be saved over it"
         )),

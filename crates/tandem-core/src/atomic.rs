@@ -2,6 +2,7 @@
 //!
 //! A process killed between writing the temporary file and renaming it leaves the temporary
 //! file behind (the real one is intact); [`sweep`] removes such leftovers when Tandem starts.
+//! A file that cannot be read is never written over: [`set_aside`] keeps it for the user.
 
 use std::io::Write;
 use std::path::Path;
@@ -29,6 +30,19 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Moves a file that cannot be used to `<name>.bad-<seconds>` beside it, so nothing is saved
+/// over it and the user can look at it; returns where it went.
+pub fn set_aside(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let seconds = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut kept = path.as_os_str().to_owned();
+    kept.push(format!(".bad-{seconds}"));
+    let kept = std::path::PathBuf::from(kept);
+    std::fs::rename(path, &kept)?;
+    Ok(kept)
 }
 
 /// Removes the temporary files a killed write left in `dir` (not in its subfolders), older

@@ -13,7 +13,9 @@
 //! cloud changes.
 
 use crate::budget::{LiveBudget, ReplyBudget, RouteDecision};
-use crate::cloud::{Arrival, Cloud, CloudError, CloudRequest, InFlight, STOP_POLL, VOCAB_PROBE};
+use crate::cloud::{
+    Arrival, Cloud, CloudError, CloudReply, CloudRequest, InFlight, STOP_POLL, VOCAB_PROBE,
+};
 use crate::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, TokenSource, Usage};
 use crate::message::Message;
@@ -464,6 +466,50 @@ impl Reply<'_, '_> {
                 return Ok(CloudOutcome::UseEdge);
             }
         };
+        let answer = self.read_answer(reply, max_tokens, prompt_len);
+        self.settle(booked, Some(answer.cost), sink);
+        // Cancellation is noticed at the next token; a request record is never the last word.
+        sink.emit(Event::CloudRequest {
+            sent: sent_text,
+            ok: !answer.foreign && (!answer.tokens.is_empty() || answer.ends_turn),
+            ms: request_ms,
+            prompt_tokens: answer.prompt_tokens,
+            completion_tokens: answer.completion_tokens,
+            cost_usd: answer.cost,
+        });
+        if answer.tokens.is_empty() {
+            self.controller.record(0, 0, answer.cost);
+            if answer.ends_turn && !answer.foreign {
+                return Ok(CloudOutcome::EndedReply);
+            }
+            let detail = if answer.foreign {
+                "the reply held token ids the local model does not know"
+            } else {
+                "the reply held no tokens"
+            };
+            self.cloud_failed(
+                &CloudError::Malformed {
+                    detail: detail.into(),
+                },
+                sink,
+            );
+            return Ok(CloudOutcome::UseEdge);
+        }
+        self.cloud_failures = 0;
+        let first = Emitted {
+            id: answer.tokens[0],
+            source: TokenSource::Cloud,
+            score,
+            edge_candidate: Some(step.token),
+            request_ms: Some(request_ms),
+        };
+        self.accept_span(&answer, first, sink)
+    }
+
+    /// What an answer holds for the reply: its tokens (never more than the span asked for,
+    /// the cloud's end of turn kept apart, none if any id is foreign to the edge) and what
+    /// it billed.
+    fn read_answer(&mut self, reply: CloudReply, max_tokens: u32, prompt_len: u64) -> Answer {
         let mut tokens = match reply.ids {
             Some(ids) => ids,
             None => self.edge.tokenize(&reply.text, false),
@@ -482,7 +528,6 @@ impl Reply<'_, '_> {
             .get()
             .prices
             .cost(prompt_tokens, completion_tokens);
-        self.settle(booked, Some(cost), sink);
         self.usage.cloud_prompt_tokens += prompt_tokens;
         self.usage.cloud_completion_tokens += completion_tokens;
         // The cloud's end of turn is kept apart: it is never decoded, it ends the reply.
@@ -492,44 +537,31 @@ impl Reply<'_, '_> {
         if foreign {
             tokens.clear();
         }
-        // Cancellation is noticed at the next token; a request record is never the last word.
-        sink.emit(Event::CloudRequest {
-            sent: sent_text,
-            ok: !foreign && (!tokens.is_empty() || ends_turn),
-            ms: request_ms,
+        Answer {
+            tokens,
+            foreign,
+            ends_turn,
             prompt_tokens,
             completion_tokens,
-            cost_usd: cost,
-        });
-        if tokens.is_empty() {
-            self.controller.record(0, 0, cost);
-            if ends_turn && !foreign {
-                return Ok(CloudOutcome::EndedReply);
-            }
-            let detail = if foreign {
-                "the reply held token ids the local model does not know"
-            } else {
-                "the reply held no tokens"
-            };
-            self.cloud_failed(
-                &CloudError::Malformed {
-                    detail: detail.into(),
-                },
-                sink,
-            );
-            return Ok(CloudOutcome::UseEdge);
+            cost,
         }
-        self.cloud_failures = 0;
+    }
+
+    /// Decodes the answer's tokens into the edge's cache and keeps the span as far as the
+    /// budget lets it go on (`first` is the cloud's token at the routed position); the rest
+    /// is rolled back.
+    fn accept_span(
+        &mut self,
+        answer: &Answer,
+        first: Emitted,
+        sink: &mut dyn EventSink,
+    ) -> Result<CloudOutcome, EdgeError> {
+        let tokens = &answer.tokens;
+        let request_ms = first.request_ms;
         let start = self.confirmed_len();
-        let steps = self.decode_each(&tokens)?;
+        let steps = self.decode_each(tokens)?;
         // Position i of the span was predicted by the step before it.
-        let mut kept = vec![Emitted {
-            id: tokens[0],
-            source: TokenSource::Cloud,
-            score,
-            edge_candidate: Some(step.token),
-            request_ms: Some(request_ms),
-        }];
+        let mut kept = vec![first];
         for (i, &token) in tokens.iter().enumerate().skip(1) {
             let before = &steps[i - 1];
             let position = (start + i - self.reply_start) as u32;
@@ -547,15 +579,15 @@ impl Reply<'_, '_> {
                 source,
                 score: position_score,
                 edge_candidate: wanted.then_some(before.token),
-                request_ms: wanted.then_some(request_ms),
+                request_ms: request_ms.filter(|_| wanted),
             });
         }
         if kept.len() < tokens.len() {
             self.draft.discard(&mut *self.edge);
             self.edge.truncate(start + kept.len());
         }
-        self.account(&kept, cost);
-        if ends_turn && kept.len() == tokens.len() {
+        self.account(&kept, answer.cost);
+        if answer.ends_turn && kept.len() == tokens.len() {
             for token in kept {
                 self.emit(token, sink);
             }
@@ -636,6 +668,20 @@ struct Wait<'s> {
 /// split numbers digit by digit, so a number is one word).
 fn continues_word(piece: &str) -> bool {
     piece.chars().next().is_some_and(char::is_alphanumeric)
+}
+
+/// What an answer holds for the reply, read once.
+struct Answer {
+    /// The tokens to decode: within the span, without the cloud's end of turn.
+    tokens: Vec<TokenId>,
+    /// Some id was outside the edge's vocabulary (then `tokens` is empty).
+    foreign: bool,
+    /// The cloud ended its turn.
+    ends_turn: bool,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    /// What it billed, at the user's prices.
+    cost: f64,
 }
 
 /// What one cloud request means for the reply.

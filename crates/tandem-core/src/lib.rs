@@ -30,7 +30,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod atomic;
+pub mod atomic;
 pub mod budget;
 pub mod chat_settings;
 pub mod cloud;

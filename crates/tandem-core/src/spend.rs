@@ -116,12 +116,7 @@ impl SpendLedger {
     /// Keeps an unreadable ledger as `spend.json.bad-<seconds>` and starts today over as
     /// unknown, so the cap holds until tomorrow.
     fn set_aside(&self, day: u64) -> DayUse {
-        let seconds = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let mut kept = self.path.clone().into_os_string();
-        kept.push(format!(".bad-{seconds}"));
-        let _ = std::fs::rename(&self.path, kept);
+        let _ = crate::atomic::set_aside(&self.path);
         let unknown = DayUse {
             day,
             unknown_before: true,

@@ -6,6 +6,11 @@
 use crate::eval::{Metric, Results, RunResult};
 use plotters::prelude::*;
 use std::path::Path;
+use tandem_core::router::RouterKind;
+
+/// The references every chart draws as lines, by their routers' names.
+const EDGE_ONLY: &str = RouterKind::EdgeOnly.name();
+const CLOUD_ONLY: &str = RouterKind::CloudOnly.name();
 
 /// Why the chart could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +40,7 @@ pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
             .runs
             .iter()
             .map(|r| r.router.as_str())
-            .filter(|n| *n != "edge-only" && *n != "cloud-only")
+            .filter(|n| ![EDGE_ONLY, CLOUD_ONLY].contains(n))
             .collect();
         names.dedup();
         names.sort_unstable();
@@ -45,7 +50,7 @@ pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
     let max_share = results
         .runs
         .iter()
-        .filter(|r| r.router != "cloud-only")
+        .filter(|r| r.router != CLOUD_ONLY)
         .map(|r| r.cloud_share)
         .fold(0.1, f64::max)
         .min(1.0)
@@ -85,10 +90,7 @@ pub fn draw(results: &Results, path: &Path) -> Result<(), ChartError> {
         })
         .draw()
         .map_err(|e| error(e.to_string()))?;
-    for (name, colour) in [
-        ("edge-only", RGBColor(100, 116, 139)),
-        ("cloud-only", BLACK),
-    ] {
+    for (name, colour) in [(EDGE_ONLY, RGBColor(100, 116, 139)), (CLOUD_ONLY, BLACK)] {
         if let Some(run) = reference(name) {
             let label = format!("{name} {}", metric.show(run.score));
             chart

@@ -26,7 +26,7 @@ use tandem_core::engine::ReplyError;
 use tandem_core::event::{Event, FinishReason};
 use tandem_core::local::{EdgeWeights, LoadError};
 use tandem_core::message::Message;
-use tandem_core::router::{Features, FixedRouter, Router};
+use tandem_core::router::{Features, FixedRouter, Router, RouterKind};
 
 /// How long a budget controller lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -83,9 +83,6 @@ impl Metric {
     }
 }
 
-/// The runs compared with every router at the same budget.
-pub const BASELINES: [&str; 4] = ["edge-only", "cloud-only", "first-token", "random"];
-
 /// The name a run of the app's default router is recorded under ([`RunSpec::named`]); every
 /// other router is compared with it too, so a candidate's "better than the default" is read
 /// off `results.json`.
@@ -108,13 +105,14 @@ impl RunSpec {
     /// references.
     pub fn new(scorer: Box<dyn Router>, budget: f32) -> Self {
         let budget = budget.clamp(0.0, 1.0);
-        let (router, scorer): (String, Box<dyn Router>) = if budget <= 0.0 {
-            ("edge-only".into(), Box::new(FixedRouter(0.0)))
+        let scorer: Box<dyn Router> = if budget <= 0.0 {
+            Box::new(FixedRouter(0.0))
         } else if budget >= 1.0 {
-            ("cloud-only".into(), Box::new(FixedRouter(1.0)))
+            Box::new(FixedRouter(1.0))
         } else {
-            (scorer.name().to_owned(), scorer)
+            scorer
         };
+        let router = scorer.name().to_owned();
         Self {
             router,
             resolved: None,
@@ -258,8 +256,8 @@ impl Recorder<'_> {
 }
 
 impl Router for Recorder<'_> {
-    fn name(&self) -> &str {
-        self.inner.name()
+    fn kind(&self) -> RouterKind {
+        self.inner.kind()
     }
 
     fn score(&self, f: &Features<'_>) -> f32 {
@@ -485,15 +483,17 @@ fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
     let cost = |r: &RunResult| prices.cost(r.cloud_prompt_tokens, r.cloud_completion_tokens);
     let cloud_only_cost = runs
         .iter()
-        .find(|run| run.result.router == "cloud-only")
+        .find(|run| run.result.router == RouterKind::CloudOnly.name())
         .map(|run| cost(&run.result));
     let versus = |run: &RunState| -> Vec<PairedDifference> {
-        let is_reference = |other: &RunState| match other.result.router.as_str() {
-            "edge-only" | "cloud-only" => true,
-            name => {
-                (BASELINES.contains(&name) || name == DEFAULT_ROUTER)
-                    && other.spec.budget == run.spec.budget
-            }
+        // Edge-only and cloud-only at any budget; the other baselines and the default at
+        // the run's own.
+        let is_reference = |other: &RunState| {
+            let name = other.result.router.as_str();
+            let kind = RouterKind::BASELINES.into_iter().find(|k| k.name() == name);
+            matches!(kind, Some(RouterKind::EdgeOnly | RouterKind::CloudOnly))
+                || ((kind.is_some() || name == DEFAULT_ROUTER)
+                    && other.spec.budget == run.spec.budget)
         };
         runs.iter()
             .filter(|other| other.result.router != run.result.router && is_reference(other))

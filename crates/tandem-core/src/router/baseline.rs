@@ -2,7 +2,7 @@
 //! than "the cloud writes each reply's first token" or than chance at the same share, its
 //! figures say nothing about the router.
 
-use super::{Features, Router};
+use super::{Features, Router, RouterKind};
 use crate::sampling::SplitMix64;
 use std::sync::Mutex;
 
@@ -12,8 +12,8 @@ use std::sync::Mutex;
 pub struct FirstTokenRouter;
 
 impl Router for FirstTokenRouter {
-    fn name(&self) -> &str {
-        "first-token"
+    fn kind(&self) -> RouterKind {
+        RouterKind::FirstToken
     }
 
     fn score(&self, f: &Features<'_>) -> f32 {
@@ -39,8 +39,8 @@ impl Default for RandomRouter {
 }
 
 impl Router for RandomRouter {
-    fn name(&self) -> &str {
-        "random"
+    fn kind(&self) -> RouterKind {
+        RouterKind::Random
     }
 
     fn score(&self, _: &Features<'_>) -> f32 {

@@ -1,17 +1,17 @@
 //! Routers that need no training: they read the edge model's own confidence.
 
-use super::{Features, Router};
+use super::{Features, Router, RouterKind};
 
 /// Always the same score: `0` for edge-only, `1` for cloud-only.
 #[derive(Debug, Clone, Copy)]
 pub struct FixedRouter(pub f32);
 
 impl Router for FixedRouter {
-    fn name(&self) -> &str {
+    fn kind(&self) -> RouterKind {
         if self.0 > 0.0 {
-            "cloud-only"
+            RouterKind::CloudOnly
         } else {
-            "edge-only"
+            RouterKind::EdgeOnly
         }
     }
 
@@ -25,8 +25,8 @@ impl Router for FixedRouter {
 pub struct EntropyRouter;
 
 impl Router for EntropyRouter {
-    fn name(&self) -> &str {
-        "entropy"
+    fn kind(&self) -> RouterKind {
+        RouterKind::Entropy
     }
 
     fn score(&self, f: &Features<'_>) -> f32 {
@@ -47,8 +47,8 @@ fn spread_score(nats: f32) -> f32 {
 pub struct LeadEntropyRouter;
 
 impl Router for LeadEntropyRouter {
-    fn name(&self) -> &str {
-        "lead-entropy"
+    fn kind(&self) -> RouterKind {
+        RouterKind::LeadEntropy
     }
 
     fn score(&self, f: &Features<'_>) -> f32 {
@@ -65,8 +65,8 @@ impl Router for LeadEntropyRouter {
 pub struct MarginRouter;
 
 impl Router for MarginRouter {
-    fn name(&self) -> &str {
-        "margin"
+    fn kind(&self) -> RouterKind {
+        RouterKind::Margin
     }
 
     fn score(&self, f: &Features<'_>) -> f32 {
@@ -101,8 +101,8 @@ const BLEND_ENTROPY_NATS: f32 = 2.0;
 const BLEND_WEAK_FAVOURITE: f32 = 0.4;
 
 impl Router for BlendRouter {
-    fn name(&self) -> &str {
-        "blend"
+    fn kind(&self) -> RouterKind {
+        RouterKind::Blend
     }
 
     fn score(&self, f: &Features<'_>) -> f32 {

@@ -7,7 +7,7 @@
 //! specialises it to that cloud.
 
 use super::file::{FeatureLayout, Layer, ModelPair, Normalisation, ReadError, RouterFile};
-use super::{Features, Router};
+use super::{Features, Router, RouterKind};
 use std::path::{Path, PathBuf};
 
 /// Why a router file cannot be used.
@@ -121,8 +121,8 @@ impl MlpRouter {
 }
 
 impl Router for MlpRouter {
-    fn name(&self) -> &str {
-        "mlp"
+    fn kind(&self) -> RouterKind {
+        RouterKind::Mlp
     }
 
     fn score(&self, f: &Features<'_>) -> f32 {

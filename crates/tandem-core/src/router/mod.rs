@@ -33,8 +33,12 @@ pub struct Features<'a> {
 
 /// Maps one position's features to a criticality score.
 pub trait Router: Send + Sync {
+    /// Which router it is (its name comes from the kind, the one place names live).
+    fn kind(&self) -> RouterKind;
     /// The name shown to users.
-    fn name(&self) -> &str;
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
     /// Score in `[0, 1]`; higher means more worth sending to the cloud.
     fn score(&self, features: &Features<'_>) -> f32;
     /// Whether [`Features::hidden`] must be provided (costs a slower prefill).
@@ -86,6 +90,15 @@ impl RouterKind {
         RouterKind::Random,
     ];
 
+    /// The trivial routers every evaluation compares with: nothing, everything, each reply's
+    /// first token, random positions.
+    pub const BASELINES: [RouterKind; 4] = [
+        RouterKind::EdgeOnly,
+        RouterKind::CloudOnly,
+        RouterKind::FirstToken,
+        RouterKind::Random,
+    ];
+
     /// The router the app uses unless the user picks another, and the one that takes over
     /// when a picked MLP router cannot be used. Blend (margin, with a softened entropy where
     /// the favourite is weak): per reply, over 288 chat prompts at 15% it is level with
@@ -98,7 +111,7 @@ impl RouterKind {
     pub const DEFAULT: RouterKind = RouterKind::Blend;
 
     /// The name users type.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             RouterKind::EdgeOnly => "edge-only",
             RouterKind::CloudOnly => "cloud-only",
