@@ -16,6 +16,7 @@ import { existsSync, mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFil
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
+import { gunzipSync } from "node:zlib";
 
 const need = (name) => {
   const value = process.env[name];
@@ -222,7 +223,15 @@ check(lingering === "", `the app exited (${lingering || "no process left"})`);
 let events = [];
 try {
   const folder = join(home, "data", "conversations");
-  const saved = readdirSync(folder).map((f) => JSON.parse(readFileSync(join(folder, f), "utf8")));
+  // A conversation file as the app writes it: gzipped JSON (crates/tandem-core/src/history/
+  // stored.rs), beside the sidebar's `.index.json`.
+  const read = (file) => {
+    const bytes = readFileSync(join(folder, file));
+    return JSON.parse((bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString("utf8"));
+  };
+  const saved = readdirSync(folder)
+    .filter((f) => f.endsWith(".json") && !f.startsWith("."))
+    .map(read);
   const sea = saved.find((c) => c.messages[0]?.content === "Tell me about the sea.");
   events = sea?.messages[1]?.events ?? [];
   const long = saved.find((c) => c.id === longChat);
@@ -233,7 +242,9 @@ try {
 } catch (e) {
   console.log(`no saved conversation: ${e.message}`);
 }
-check(events.some((e) => e.type === "token" && e.source === "cloud"), "the saved conversation keeps its cloud tokens");
+// Tokens are saved as columns: a `tokens` record's `source` has a letter per token (c: cloud).
+const fromCloud = (e) => (e.type === "token" && e.source === "cloud") || (e.type === "tokens" && e.source.includes("c"));
+check(events.some(fromCloud), "the saved conversation keeps its cloud tokens");
 
 driverProcess.kill("SIGTERM");
 fake.kill("SIGTERM");
