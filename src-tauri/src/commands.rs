@@ -102,9 +102,7 @@ pub fn conversation_set_settings(
     id: String,
     settings: ChatSettings,
 ) -> Result<Conversation> {
-    settings
-        .validate()
-        .map_err(|e| AppError::new(ErrorKind::InvalidInput, e))?;
+    settings.validate()?;
     let mut conversation = state.store.get(&id)?;
     conversation.settings = Some(settings);
     state.store.save(&mut conversation)?;
@@ -183,9 +181,13 @@ pub fn app_status(state: AppState<'_>) -> Result<AppStatus> {
     Ok(state.status())
 }
 
-/// Sets the budget; it applies from the next token, also in the middle of a reply.
+/// Sets the budget; it applies from the next token, also in the middle of a reply. Read here
+/// rather than by Tauri, so a share out of range is a coded `invalid_input` in the budget's
+/// own words (the share is checked as it is read).
 #[tauri::command(async)]
-pub fn budget_set(state: AppState<'_>, budget: CloudBudget) -> Result<CloudBudget> {
+pub fn budget_set(state: AppState<'_>, budget: serde_json::Value) -> Result<CloudBudget> {
+    let budget: CloudBudget = serde_json::from_value(budget)
+        .map_err(|e| AppError::new(ErrorKind::InvalidInput, e.to_string()))?;
     state.set_budget(budget)
 }
 
@@ -210,9 +212,7 @@ pub fn settings_set(state: AppState<'_>, settings: SettingsView) -> Result<Setti
             "choose an edge model",
         ));
     }
-    (settings.chat)
-        .validate()
-        .map_err(|e| AppError::new(ErrorKind::InvalidInput, e))?;
+    settings.chat.validate()?;
     let config = state.update_config(|c| settings.apply(c))?;
     state.restart_engine();
     Ok(SettingsView::of(&config))

@@ -4,6 +4,8 @@
 //! missing model reads the same wherever it surfaces.
 
 use serde::Serialize;
+use tandem_core::budget::BudgetError;
+use tandem_core::chat_settings::ChatSettingsError;
 use tandem_core::cloud::{CloudError, CloudErrorKind};
 use tandem_core::engine::OpenError;
 use tandem_core::history::HistoryError;
@@ -103,6 +105,18 @@ impl From<CloudErrorKind> for ErrorKind {
             CloudErrorKind::NoContinuation => ErrorKind::CloudNoContinuation,
             CloudErrorKind::Other => ErrorKind::CloudError,
         }
+    }
+}
+
+impl From<BudgetError> for AppError {
+    fn from(e: BudgetError) -> Self {
+        AppError::new(ErrorKind::InvalidInput, e.to_string())
+    }
+}
+
+impl From<ChatSettingsError> for AppError {
+    fn from(e: ChatSettingsError) -> Self {
+        AppError::new(ErrorKind::InvalidInput, e.to_string())
     }
 }
 

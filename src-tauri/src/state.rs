@@ -130,9 +130,7 @@ impl Shared {
 
     /// Sets the budget: saved, and live for the running engine from its next token.
     pub fn set_budget(&self, budget: CloudBudget) -> Result<CloudBudget, AppError> {
-        budget
-            .validate()
-            .map_err(|e| AppError::new(ErrorKind::InvalidInput, e.to_string()))?;
+        budget.validate()?;
         if let Ok(loaded) = self.engine.ready() {
             loaded.engine().budget().set(budget);
         }

@@ -322,10 +322,8 @@ fn transcript() -> Vec<Exchange> {
         enabled: false,
         ..priced_budget()
     };
-    let too_much = CloudBudget {
-        max_share: 1.5,
-        ..priced_budget()
-    };
+    let mut too_much = sent(priced_budget());
+    too_much["max_share"] = json!(1.5);
     let negative_cap = CloudBudget {
         daily_spend_cap_usd: Some(-1.0),
         ..priced_budget()
@@ -334,8 +332,8 @@ fn transcript() -> Vec<Exchange> {
         r.call("budget_set", json!({ "budget": sent(accepted) }))
             .unwrap();
     }
-    for refused in [too_much, negative_cap] {
-        r.call("budget_set", json!({ "budget": sent(refused) }))
+    for refused in [too_much, sent(negative_cap)] {
+        r.call("budget_set", json!({ "budget": refused }))
             .unwrap_err();
     }
 

@@ -7,7 +7,7 @@ use crate::settings::Overrides;
 use crate::view::TerminalView;
 use anyhow::Result;
 use std::io::{BufRead, Write};
-use tandem_core::budget::{parse_share, CloudBudget};
+use tandem_core::budget::{CloudBudget, Share};
 use tandem_core::event::Event;
 
 /// Flags of `tandem chat`.
@@ -31,10 +31,10 @@ pub fn run(args: Args) -> Result<()> {
         chat.system(system);
     }
     eprintln!(
-        "tandem chat · edge {} · cloud {} · budget {:.0}% · {HELP}",
+        "tandem chat · edge {} · cloud {} · budget {} · {HELP}",
         config.edge,
         engine.cloud_url().unwrap_or("none (local only)"),
-        config.budget.max_share * 100.0
+        config.budget.max_share
     );
     let mut view = TerminalView::new(false);
     let stdin = std::io::stdin();
@@ -75,14 +75,14 @@ fn parse_budget(value: &str, current: CloudBudget) -> Result<CloudBudget, String
             ..current
         });
     }
-    parse_share(value)
-        .and_then(|share| current.with_share(share))
+    Share::parse(value)
+        .map(|share| current.with_share(share))
         .map_err(|e| format!("{e}: try /budget 0.15, /budget 20% or /budget off"))
 }
 
 fn describe(budget: &CloudBudget) -> String {
     if budget.allows_cloud() {
-        format!("up to {:.0}% of each reply", budget.max_share * 100.0)
+        format!("up to {} of each reply", budget.max_share)
     } else {
         "off (fully local)".into()
     }
@@ -95,8 +95,8 @@ mod tests {
     #[test]
     fn budget_commands_parse_shares_percentages_and_off() {
         let current = CloudBudget::default();
-        assert_eq!(parse_budget("0.3", current).unwrap().max_share, 0.3);
-        assert_eq!(parse_budget("20%", current).unwrap().max_share, 0.2);
+        assert_eq!(parse_budget("0.3", current).unwrap().max_share.get(), 0.3);
+        assert_eq!(parse_budget("20%", current).unwrap().max_share.get(), 0.2);
         assert!(!parse_budget("off", current).unwrap().enabled);
         assert!(!parse_budget("0", current).unwrap().enabled);
         assert!(parse_budget("1.5", current).is_err());

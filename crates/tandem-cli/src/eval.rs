@@ -6,7 +6,7 @@
 use crate::pair::{self, PairArgs, Progress};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
-use tandem_core::budget::Prices;
+use tandem_core::budget::{Prices, Share};
 use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::router::{self, MlpRouter, Router, RouterKind};
@@ -43,7 +43,7 @@ pub struct Args {
     router_path: Option<PathBuf>,
     /// Cloud shares to run each router at.
     #[arg(long, value_delimiter = ',', default_value = "0,0.05,0.1,0.2,0.3,1", value_parser = crate::settings::share)]
-    budgets: Vec<f32>,
+    budgets: Vec<Share>,
     /// Tokens asked for per cloud request (default: the app's; 1 measures the router alone).
     #[arg(long, default_value_t = Config::default().cloud.span)]
     span: u32,
@@ -93,7 +93,7 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("[notice] {notice}");
     }
     let mut specs = Vec::new();
-    for &budget in &args.budgets {
+    for budget in args.budgets.iter().map(|share| share.get()) {
         if budget <= 0.0 || budget >= 1.0 {
             specs.push(RunSpec::new(Box::new(router::FixedRouter(0.0)), budget));
             continue;

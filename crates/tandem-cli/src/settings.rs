@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
-use tandem_core::budget::parse_share;
+use tandem_core::budget::Share;
 use tandem_core::cloud::CloudMode;
 use tandem_core::config::{Config, ConfigError};
 use tandem_core::engine::Engine;
@@ -36,7 +36,7 @@ pub struct Overrides {
     pub cloud_mode: Option<CloudMode>,
     /// Maximum cloud share of each reply: 0 never calls the cloud, 1 is cloud-only.
     #[arg(long, value_parser = share)]
-    pub budget: Option<f32>,
+    pub budget: Option<Share>,
     /// Maximum cloud tokens per reply.
     #[arg(long)]
     pub budget_tokens: Option<u32>,
@@ -98,7 +98,7 @@ impl Overrides {
             c.cloud.mode = v;
         }
         if let Some(share) = self.budget {
-            c.budget = c.budget.with_share(share)?;
+            c.budget = c.budget.with_share(share);
         }
         if let Some(v) = self.budget_tokens {
             c.budget.max_cloud_tokens = Some(v);
@@ -131,7 +131,7 @@ impl Overrides {
         if let Some(v) = self.context_policy {
             c.context_policy = v;
         }
-        c.chat_settings().validate().map_err(anyhow::Error::msg)?;
+        c.chat_settings().validate()?;
         Ok(c)
     }
 }
@@ -166,6 +166,6 @@ fn parse_mode(value: &str) -> Result<CloudMode, String> {
 }
 
 /// A cloud share as users type it (`0.15` or `15%`), for clap.
-pub fn share(text: &str) -> Result<f32, String> {
-    parse_share(text).map_err(|e| e.to_string())
+pub fn share(text: &str) -> Result<Share, String> {
+    Share::parse(text).map_err(|e| e.to_string())
 }

@@ -15,6 +15,71 @@ use crate::event::TokenSource;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
+/// The share of a reply's tokens the cloud may write: a number in `[0, 1]`, checked once
+/// where it is made (the settings file, a flag, a chat command, the app) and trusted
+/// everywhere after. 0 keeps the cloud out; 1 lets it write every token.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f32", into = "f32")]
+pub struct Share(f32);
+
+impl Share {
+    /// No token from the cloud.
+    pub const NONE: Share = Share(0.0);
+    /// Every token from the cloud.
+    pub const ALL: Share = Share(1.0);
+
+    /// A share, if `share` is one.
+    pub fn new(share: f32) -> Result<Share, BudgetError> {
+        if (0.0..=1.0).contains(&share) {
+            Ok(Share(share))
+        } else {
+            Err(BudgetError::Share(share.to_string()))
+        }
+    }
+
+    /// Reads a share as users type it: `0.15` or `15%`.
+    pub fn parse(text: &str) -> Result<Share, BudgetError> {
+        let text = text.trim();
+        let invalid = || BudgetError::Share(format!("'{text}'"));
+        let share = match text.strip_suffix('%') {
+            Some(percent) => percent.trim().parse::<f32>().map_err(|_| invalid())? / 100.0,
+            None => text.parse::<f32>().map_err(|_| invalid())?,
+        };
+        Share::new(share).map_err(|_| invalid())
+    }
+
+    /// The share as a fraction.
+    pub fn get(self) -> f32 {
+        self.0
+    }
+
+    /// Whether it keeps the cloud out.
+    pub fn is_none(self) -> bool {
+        self.0 == 0.0
+    }
+}
+
+impl TryFrom<f32> for Share {
+    type Error = BudgetError;
+
+    fn try_from(share: f32) -> Result<Share, BudgetError> {
+        Share::new(share)
+    }
+}
+
+impl From<Share> for f32 {
+    fn from(share: Share) -> f32 {
+        share.0
+    }
+}
+
+impl std::fmt::Display for Share {
+    /// As a percentage: `15%`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.0}%", self.0 * 100.0)
+    }
+}
+
 /// Prices of the cloud model, in USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -40,8 +105,8 @@ impl Prices {
 pub struct CloudBudget {
     /// Off means fully local: nothing leaves the machine.
     pub enabled: bool,
-    /// Maximum share of a reply's tokens that may come from the cloud, in `[0, 1]`.
-    pub max_share: f32,
+    /// Maximum share of a reply's tokens that may come from the cloud.
+    pub max_share: Share,
     /// Maximum cloud tokens in one reply.
     pub max_cloud_tokens: Option<u32>,
     /// Maximum estimated spend per calendar day, in USD.
@@ -54,7 +119,7 @@ impl Default for CloudBudget {
     fn default() -> Self {
         Self {
             enabled: true,
-            max_share: 0.15,
+            max_share: Share(0.15),
             max_cloud_tokens: None,
             daily_spend_cap_usd: None,
             prices: Prices::default(),
@@ -71,36 +136,35 @@ impl CloudBudget {
         }
     }
 
-    /// A budget of at most `share` of each reply (0 never calls the cloud, 1 is cloud-only).
+    /// A budget of at most `share` of each reply (0 never calls the cloud, 1 is cloud-only),
+    /// for shares known to be valid (an evaluation's checked budgets, tests).
+    ///
+    /// # Panics
+    /// If `share` is not in `[0, 1]`: shares from users are made with [`Share::new`].
     pub fn share(share: f32) -> Self {
-        Self {
-            enabled: share > 0.0,
-            max_share: share.clamp(0.0, 1.0),
-            ..Self::default()
-        }
+        let share = Share::new(share).expect("a share in [0, 1]");
+        Self::default().with_share(share)
     }
 
     /// This budget with at most `share` of each reply from the cloud; a share of 0 switches
-    /// the cloud off, any other valid share switches it on.
-    pub fn with_share(self, share: f32) -> Result<Self, BudgetError> {
-        check_share(share)?;
-        Ok(Self {
-            enabled: share > 0.0,
+    /// the cloud off, any other switches it on.
+    pub fn with_share(self, share: Share) -> Self {
+        Self {
+            enabled: !share.is_none(),
             max_share: share,
             ..self
-        })
+        }
     }
 
     /// Whether the cloud may be asked at all: switched on, with a share above 0.
     pub fn allows_cloud(&self) -> bool {
-        self.enabled && self.max_share > 0.0
+        self.enabled && !self.max_share.is_none()
     }
 
-    /// Checks what a user can set: a share in `[0, 1]`, a cap and prices that are numbers
-    /// and not negative. Every front end (settings file, CLI flags, chat commands, the app)
-    /// asks here.
+    /// Checks what a user can set beyond the share (a [`Share`] is one): a cap and prices
+    /// that are numbers and not negative. Every front end (settings file, CLI flags, chat
+    /// commands, the app) asks here.
     pub fn validate(&self) -> Result<(), BudgetError> {
-        check_share(self.max_share)?;
         if let Some(cap) = self
             .daily_spend_cap_usd
             .filter(|c| !(c.is_finite() && *c >= 0.0))
@@ -127,26 +191,6 @@ pub enum BudgetError {
     /// A price is negative or not a number.
     #[error("prices cannot be negative")]
     Price,
-}
-
-fn check_share(share: f32) -> Result<(), BudgetError> {
-    if (0.0..=1.0).contains(&share) {
-        Ok(())
-    } else {
-        Err(BudgetError::Share(share.to_string()))
-    }
-}
-
-/// Reads a share as users type it: `0.15` or `15%`.
-pub fn parse_share(text: &str) -> Result<f32, BudgetError> {
-    let text = text.trim();
-    let invalid = || BudgetError::Share(format!("'{text}'"));
-    let share = match text.strip_suffix('%') {
-        Some(percent) => percent.trim().parse::<f32>().map_err(|_| invalid())? / 100.0,
-        None => text.parse::<f32>().map_err(|_| invalid())?,
-    };
-    check_share(share).map_err(|_| invalid())?;
-    Ok(share)
 }
 
 /// A budget that can be changed while a reply is being generated; the next token sees it.
@@ -256,7 +300,7 @@ impl ReplyBudget {
     /// return. The daily spend cap is the ledger's to keep, request by request
     /// ([`crate::spend::SpendLedger::reserve`]).
     pub fn decide(&mut self, budget: &CloudBudget, score: f32, span: u32) -> RouteDecision {
-        let share = budget.max_share.clamp(0.0, 1.0);
+        let share = budget.max_share.get();
         let allowance = ALLOWANCE.min(span.max(1) as f32);
         let room = self.room(share, allowance);
         // Room beyond the allowance lowers the bar, so a reply whose scores stay low still
@@ -311,19 +355,27 @@ mod tests {
 
     #[test]
     fn what_users_type_is_checked_in_one_place() {
-        assert_eq!(parse_share("0.3"), Ok(0.3));
-        assert_eq!(parse_share(" 20% "), Ok(0.2));
+        let share = |text| Share::parse(text).map(Share::get);
+        assert_eq!(share("0.3"), Ok(0.3));
+        assert_eq!(share(" 20% "), Ok(0.2));
         for bad in ["1.5", "-0.1", "150%", "lots", "NaN", ""] {
-            let err = parse_share(bad).unwrap_err().to_string();
+            let err = Share::parse(bad).unwrap_err().to_string();
             assert!(err.contains("between 0 and 1"), "{bad}: {err}");
         }
-        let on = CloudBudget::off().with_share(0.25).unwrap();
+        assert!(Share::new(f32::NAN).is_err());
+        // A share read from a file or the app is checked as it is read.
+        let read = |max_share: &str| {
+            serde_json::from_str::<CloudBudget>(&format!(r#"{{"max_share":{max_share}}}"#))
+        };
+        assert_eq!(read("0.25").unwrap().max_share.get(), 0.25);
+        let err = read("1.5").unwrap_err().to_string();
+        assert!(err.contains("between 0 and 1"), "{err}");
+        let on = CloudBudget::off().with_share(Share::new(0.25).unwrap());
         assert!(on.enabled && on.allows_cloud());
         assert!(!CloudBudget::default()
-            .with_share(0.0)
-            .unwrap()
+            .with_share(Share::NONE)
             .allows_cloud());
-        assert!(CloudBudget::default().with_share(f32::NAN).is_err());
+        assert_eq!(Share::new(0.15).unwrap().to_string(), "15%");
         let mut b = CloudBudget::default();
         assert_eq!(b.validate(), Ok(()));
         b.daily_spend_cap_usd = Some(-1.0);

@@ -44,23 +44,31 @@ impl Default for ChatSettings {
     }
 }
 
+/// Why chat settings cannot be used; the message names the field and the range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChatSettingsError {
+    /// The temperature is out of range (or not a number).
+    #[error("temperature must be between 0 and {MAX_TEMPERATURE} (got {0})")]
+    Temperature(f32),
+    /// Top-p is out of range (or not a number).
+    #[error("top_p must be above 0 and at most 1 (got {0})")]
+    TopP(f32),
+    /// A reply of no tokens.
+    #[error("max_tokens must be at least 1")]
+    MaxTokens,
+}
+
 impl ChatSettings {
-    /// Checks the numbers; the message names the field and the range.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the numbers.
+    pub fn validate(&self) -> Result<(), ChatSettingsError> {
         if !(0.0..=MAX_TEMPERATURE).contains(&self.temperature) {
-            return Err(format!(
-                "temperature must be between 0 and {MAX_TEMPERATURE} (got {})",
-                self.temperature
-            ));
+            return Err(ChatSettingsError::Temperature(self.temperature));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return Err(format!(
-                "top_p must be above 0 and at most 1 (got {})",
-                self.top_p
-            ));
+            return Err(ChatSettingsError::TopP(self.top_p));
         }
         if self.max_tokens == 0 {
-            return Err("max_tokens must be at least 1".into());
+            return Err(ChatSettingsError::MaxTokens);
         }
         Ok(())
     }
@@ -92,7 +100,7 @@ mod tests {
         let bad = |change: fn(&mut ChatSettings)| {
             let mut settings = ChatSettings::default();
             change(&mut settings);
-            settings.validate().unwrap_err()
+            settings.validate().unwrap_err().to_string()
         };
         assert!(bad(|s| s.temperature = f32::NAN).contains("temperature"));
         assert!(bad(|s| s.temperature = 2.5).contains("between 0 and 2"));

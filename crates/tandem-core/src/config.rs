@@ -191,7 +191,10 @@ impl Config {
             .budget
             .validate()
             .map_err(|e| format!("[budget]: {e}"))?;
-        config.chat_settings().validate()?;
+        config
+            .chat_settings()
+            .validate()
+            .map_err(|e| e.to_string())?;
         if let Some(threads) = config.threads.filter(|t| !(1..=MAX_THREADS).contains(t)) {
             return Err(format!(
                 "threads: {threads} is not a thread count (1 to {MAX_THREADS})"
@@ -253,6 +256,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::budget::Share;
 
     #[test]
     fn missing_file_gives_defaults_and_save_load_round_trips() {
@@ -261,7 +265,7 @@ mod tests {
         assert_eq!(Config::load(&path).unwrap(), Config::default());
         assert_eq!(Config::default().chat_settings(), ChatSettings::default());
         let mut c = Config::default();
-        c.budget.max_share = 0.3;
+        c.budget.max_share = Share::new(0.3).unwrap();
         c.router.kind = RouterKind::Entropy;
         c.cloud.url = "http://127.0.0.1:9/v1".into();
         let chat = ChatSettings {
@@ -284,7 +288,7 @@ mod tests {
         std::fs::write(&path, "max_tokens = 64\n[budget]\nmax_share = 0.05\n").unwrap();
         let c = Config::load(&path).unwrap();
         assert_eq!(
-            (c.max_tokens, c.budget.max_share, c.context),
+            (c.max_tokens, c.budget.max_share.get(), c.context),
             (64, 0.05, 4096)
         );
         std::fs::write(&path, "[budget]\nmax_shares = 0.05\n").unwrap();

@@ -82,7 +82,8 @@ pub fn generate(
     options: &DecodeOptions,
     sink: &mut dyn EventSink,
 ) -> Result<Usage, EdgeError> {
-    let mut controller = ReplyBudget::new(c.router.threshold_for_share(c.budget.get().max_share));
+    let mut controller =
+        ReplyBudget::new(c.router.threshold_for_share(c.budget.get().max_share.get()));
     generate_with(c, prompt, options, &mut controller, sink)
 }
 
@@ -180,7 +181,7 @@ impl Reply<'_, '_> {
     fn target_share(&self) -> f32 {
         let budget = self.budget.get();
         if self.cloud.is_some() && budget.allows_cloud() {
-            budget.max_share.clamp(0.0, 1.0)
+            budget.max_share.get()
         } else {
             0.0
         }

@@ -4,7 +4,7 @@
 //! The CLI, the desktop app and the evaluation all start here, so a setting means the same
 //! thing everywhere.
 
-use crate::budget::{CloudBudget, LiveBudget};
+use crate::budget::{CloudBudget, LiveBudget, Share};
 use crate::chat_settings::ChatSettings;
 use crate::cloud::{Cloud, CloudClient, CloudConfig, CloudError};
 use crate::config::Config;
@@ -261,7 +261,7 @@ impl Chat<'_> {
                 &cloud_only as &dyn Router,
                 LiveBudget::new(CloudBudget {
                     enabled: true,
-                    max_share: 1.0,
+                    max_share: Share::ALL,
                     max_cloud_tokens: None,
                     ..self.engine.budget.get()
                 }),

@@ -153,7 +153,7 @@ impl Router for MlpRouter {
     fn threshold_for_share(&self, share: f32) -> f32 {
         let table = &self.calibration;
         let Some(&(first_share, first_threshold)) = table.first() else {
-            return 1.0 - share;
+            return super::uncalibrated_threshold(share);
         };
         if share <= first_share {
             return first_threshold;

@@ -31,6 +31,12 @@ pub struct Features<'a> {
     pub position: u32,
 }
 
+/// Where a router without a calibration starts a reply's bar for `share`: its scores are
+/// probabilities-like, so about `share` of them clear `1 - share`.
+pub fn uncalibrated_threshold(share: f32) -> f32 {
+    1.0 - share
+}
+
 /// Maps one position's features to a criticality score.
 pub trait Router: Send + Sync {
     /// Which router it is (its name comes from the kind, the one place names live).
@@ -48,7 +54,7 @@ pub trait Router: Send + Sync {
     /// The score threshold that sends about `share` of tokens to the cloud, where the router
     /// knows it (a calibrated router does); the budget controller starts from it.
     fn threshold_for_share(&self, share: f32) -> f32 {
-        1.0 - share
+        uncalibrated_threshold(share)
     }
 }
 
