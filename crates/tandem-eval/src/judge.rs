@@ -23,7 +23,7 @@
 //! (the stand-in's are); a remote cloud is specialised to with [`crate::labels`].
 
 use crate::features::{FeatureWriter, Record};
-use crate::labels::{LabelError, LabelProgress, Questions};
+use crate::labels::{each_example, LabelError, LabelProgress, Questions};
 use crate::task;
 use tandem_core::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
 use tandem_core::local::{EdgeWeights, LocalModel};
@@ -47,19 +47,7 @@ pub fn collect(
     progress: &mut dyn FnMut(LabelProgress),
 ) -> Result<LabelProgress, LabelError> {
     let mut sampler = Sampler::new(SamplingParams::default());
-    let mut state = LabelProgress {
-        done: done.len(),
-        total: questions.rows.len(),
-        positions: 0,
-        positives: 0,
-        failed: 0,
-        requests: 0,
-    };
-    for (index, row) in questions.rows.iter().enumerate() {
-        let index = index as u32;
-        if done.contains(&index) {
-            continue;
-        }
+    each_example(questions, done, writer, progress, |index, row, _| {
         let user = task::prompt(row, questions.format);
         let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user(user)])?, true);
         let max_tokens = task::max_tokens(row, questions.format) as usize;
@@ -87,13 +75,8 @@ pub fn collect(
                 hidden: step.hidden.unwrap_or_default(),
             })
             .collect();
-        state.positions += records.len();
-        state.positives += records.iter().filter(|r| r.label).count();
-        writer.write_example(&records)?;
-        state.done += 1;
-        progress(state);
-    }
-    Ok(state)
+        Ok(Some(records))
+    })
 }
 
 /// Whether the judge's reading of a position marks the edge's token there as one to route:

@@ -85,6 +85,43 @@ pub fn collect(
     let as_ids = cloud
         .shares_vocab(&edge.tokenize(VOCAB_PROBE, false))
         .unwrap_or(false);
+    let mut failures_in_a_row = 0;
+    let format = questions.format;
+    each_example(questions, done, writer, progress, |index, row, state| {
+        let asked = Asked::new(weights, edge, row, format, as_ids)?;
+        state.requests += 1;
+        let labelled = asked.answer(edge, cloud).and_then(|answer| {
+            let records = teacher_force(edge, &mut sampler, &asked.prompt, &answer, row, index)?;
+            asked.continue_disagreements(edge, cloud, &answer, records, &mut state.requests)
+        });
+        match labelled {
+            Ok(records) => {
+                failures_in_a_row = 0;
+                Ok(Some(records))
+            }
+            Err(Failure::Edge(e)) => Err(e.into()),
+            Err(Failure::Cloud(e)) => {
+                failures_in_a_row += 1;
+                state.failed += 1;
+                if failures_in_a_row >= MAX_FAILURES_IN_A_ROW {
+                    return Err(LabelError::Cloud(failures_in_a_row, e));
+                }
+                Ok(None)
+            }
+        }
+    })
+}
+
+/// The loop every collection shares: each question not yet `done`, in order, labelled by
+/// `label` (`None`: skipped, already counted as failed), its records written as one example,
+/// and progress told after each; a resumed collection goes on where the last one stopped.
+pub(crate) fn each_example(
+    questions: Questions<'_>,
+    done: &std::collections::BTreeSet<u32>,
+    writer: &mut FeatureWriter,
+    progress: &mut dyn FnMut(LabelProgress),
+    mut label: impl FnMut(u32, &Row, &mut LabelProgress) -> Result<Option<Vec<Record>>, LabelError>,
+) -> Result<LabelProgress, LabelError> {
     let mut state = LabelProgress {
         done: done.len(),
         total: questions.rows.len(),
@@ -93,33 +130,13 @@ pub fn collect(
         failed: 0,
         requests: 0,
     };
-    let mut failures_in_a_row = 0;
-    let format = questions.format;
     for (index, row) in questions.rows.iter().enumerate() {
         let index = index as u32;
         if done.contains(&index) {
             continue;
         }
-        let asked = Asked::new(weights, edge, row, format, as_ids)?;
-        state.requests += 1;
-        let labelled = asked.answer(edge, cloud).and_then(|answer| {
-            let records = teacher_force(edge, &mut sampler, &asked.prompt, &answer, row, index)?;
-            asked.continue_disagreements(edge, cloud, &answer, records, &mut state.requests)
-        });
-        let records = match labelled {
-            Ok(records) => {
-                failures_in_a_row = 0;
-                records
-            }
-            Err(Failure::Edge(e)) => return Err(e.into()),
-            Err(Failure::Cloud(e)) => {
-                failures_in_a_row += 1;
-                state.failed += 1;
-                if failures_in_a_row >= MAX_FAILURES_IN_A_ROW {
-                    return Err(LabelError::Cloud(failures_in_a_row, e));
-                }
-                continue;
-            }
+        let Some(records) = label(index, row, &mut state)? else {
+            continue;
         };
         state.positions += records.len();
         state.positives += records.iter().filter(|r| r.label).count();
