@@ -4,7 +4,8 @@ import { inject } from "vitest";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
-export function launch(): Promise<Browser> {
+/** Starts Chromium; `extraArgs` add switches (a test's own resolver rules, say). */
+export function launch(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -19,6 +20,7 @@ export function launch(): Promise<Browser> {
       "--disable-component-update",
       "--disable-sync",
       "--no-first-run",
+      ...extraArgs,
     ],
   });
 }

@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { CHROMIUM } from "./helpers";
+import type { Browser, Page } from "playwright-core";
+import { launch } from "./helpers";
 
 const tandem = process.env.TANDEM_BIN;
 const models = process.env.TANDEM_TEST_MODELS;
@@ -61,18 +61,10 @@ beforeAll(async () => {
   const started = await startServer();
   server = started.child;
   base = started.url;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: 120_000,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--no-first-run",
-      "--host-resolver-rules=MAP rebind.test 127.0.0.1",
-      "--disable-features=BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,PrivateNetworkAccessRespectPreflightResults,LocalNetworkAccessChecks",
-    ],
-  });
+  browser = await launch([
+    "--host-resolver-rules=MAP rebind.test 127.0.0.1",
+    "--disable-features=BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,PrivateNetworkAccessRespectPreflightResults,LocalNetworkAccessChecks",
+  ]);
   // A local program is served: the server works, and the count starts from here.
   const fine = await fetch(`${base}/completions`, { method: "POST", headers: { "Content-Type": "application/json" }, body: BODY });
   expect(fine.status).toBe(200);
