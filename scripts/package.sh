@@ -4,6 +4,8 @@
 # (its tools, linuxdeploy and AppImageKit, are downloaded from GitHub at build time, so it needs
 # the internet); .app/.dmg on macOS and .msi/NSIS on Windows, as configured in
 # src-tauri/tauri.conf.json. Models are not bundled: the first start offers their download.
+# The `tandem` program goes in beside the app (Tauri's externalBin): the app runs it to serve
+# the local stand-in cloud.
 #
 #   bash scripts/package.sh                  # release build, the host's default bundle (.deb here)
 #   bash scripts/package.sh --debug          # a debug build (what the test suite installs)
@@ -44,8 +46,21 @@ trap 'rm -f "$stamp"' EXIT
 # llama.cpp among them: about 6 minutes on a cold machine.
 runner=()
 [ "${#profile[@]}" -gt 0 ] && runner=(-- --workspace --all-targets)
-npx tauri build "${profile[@]}" --bundles "$bundles" "${runner[@]}" >&2
 dir=release
 [ "${#profile[@]}" -gt 0 ] && dir=debug
+# The `tandem` program, built with the same package selection as the app's build below (so
+# nothing is resolved twice), placed where Tauri looks for a sidecar: binaries/NAME-TRIPLE.
+if [ "${#profile[@]}" -gt 0 ]; then
+  cargo build --workspace --all-targets >&2
+else
+  build_packages release tandem-cli tandem-app >/dev/null
+fi
+exe=""
+case "$(uname -s)" in MINGW* | MSYS* | CYGWIN*) exe=.exe ;; esac
+triple="$(rustc -vV | sed -n 's/^host: //p')"
+mkdir -p src-tauri/binaries
+cp "$CARGO_TARGET_DIR/$dir/tandem$exe" "src-tauri/binaries/tandem-$triple$exe"
+npx tauri build "${profile[@]}" --bundles "$bundles" \
+  --config '{"bundle":{"externalBin":["binaries/tandem"]}}' "${runner[@]}" >&2
 find "$CARGO_TARGET_DIR/$dir/bundle" -maxdepth 2 -type f -newer "$stamp" \
   \( -name '*.deb' -o -name '*.AppImage' -o -name '*.dmg' -o -name '*.msi' -o -name '*.exe' \)

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use tandem_core::config::Config;
 use tandem_core::engine_thread::EngineThread;
 use tandem_core::paths::Paths;
-use tandem_serve::startup::{self, Started};
+use tandem_core::startup::{self, Started};
 
 /// A loaded engine and the stand-in it may talk to.
 pub struct Loaded {
@@ -122,8 +122,8 @@ fn load_panicked(panic: &(dyn std::any::Any + Send)) -> AppError {
 }
 
 fn load(config: Config, paths: &Paths) -> Result<Loaded, AppError> {
-    let started = startup::start(config, paths, |config, paths| {
-        EngineThread::spawn(config.clone(), paths.clone())
+    let started = startup::start(config, paths, |settled, paths| {
+        EngineThread::spawn(settled.clone(), paths.clone())
     })?;
     let cloud = CloudInfo::new(&started.config, started.serves_stand_in());
     let notices = [started.notices.as_slice(), started.engine.notices()].concat();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `dpkg -i` would install from the .deb, read as a user's desktop would: the package's
-# name, version (Cargo's) and dependencies, the program, its desktop entry and the icon the
-# entry names. The window test then starts the unpacked program (scripts/test.sh).
+# name, version (Cargo's) and dependencies, the program and the `tandem` program beside it (the
+# app runs it to serve the local stand-in cloud), its desktop entry and the icon the entry names. The window test then starts the unpacked program (scripts/test.sh).
 #
 #   bash tests/package/check.sh PACKAGE.deb UNPACKED_ROOT
 set -uo pipefail
@@ -29,6 +29,8 @@ field Depends | grep -q 'libwebkit2gtk-4.1-0' && field Depends | grep -q 'libgtk
 check $? "it depends on WebKitGTK 4.1 and GTK 3 ($(field Depends))"
 [ -x "$root/usr/bin/tandem-app" ]
 check $? "it installs /usr/bin/tandem-app"
+[ -x "$root/usr/bin/tandem" ] && "$root/usr/bin/tandem" serve --help | grep -q 'OpenAI'
+check $? "it installs /usr/bin/tandem beside it, which serves the local stand-in cloud"
 entry="$root/usr/share/applications/Tandem.desktop"
 grep -qx 'Exec=tandem-app' "$entry" && grep -qx 'Name=Tandem' "$entry" && grep -qx 'Type=Application' "$entry"
 check $? "its desktop entry starts tandem-app as 'Tandem'"

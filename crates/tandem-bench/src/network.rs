@@ -18,6 +18,7 @@ use tandem_core::event::{Event, TokenSource};
 use tandem_core::history::ReplyMode;
 use tandem_core::message::Message;
 use tandem_core::paths::Paths;
+use tandem_core::startup::Settled;
 use tandem_eval::data::{self, Row};
 use tandem_eval::task::{self, ChoiceFormat};
 
@@ -72,7 +73,10 @@ pub fn run(setup: &Setup<'_>) -> Result<String> {
         };
         let proxy = DelayProxy::start(setup.cloud, distance)?;
         let settings = config(setup, &proxy, true).chat_settings();
-        let open = |overlap| Engine::open(&config(setup, &proxy, overlap), &paths);
+        let open = |overlap| -> Result<Engine> {
+            let settled = Settled::new(config(setup, &proxy, overlap), &paths)?;
+            Ok(Engine::open(&settled, &paths)?)
+        };
         let waiting = open(false).context("opening the engine")?;
         let drafting = open(true).context("opening the engine")?;
         let mut answers = Vec::new();

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use tandem_core::budget::{Prices, Share};
 use tandem_core::config::Config;
 use tandem_core::paths::Paths;
-use tandem_core::router::{self, MlpRouter, Router, RouterKind};
+use tandem_core::router::{self, Router, RouterKind};
 use tandem_eval::eval::{self, BudgetScope, Metric, Results, RunSpec, Setup, DEFAULT_ROUTER};
 use tandem_eval::quality::Judge;
 use tandem_eval::task::ChoiceFormat;
@@ -81,17 +81,17 @@ pub fn run(args: Args) -> Result<()> {
     let wants_mlp = kinds.contains(&RouterKind::Mlp);
     let (started, mut cloud) = args.pair.open(wants_mlp)?;
     let pair = &started.engine;
-    let mlp = match (wants_mlp, &args.router_path) {
-        (false, _) => None,
-        (true, Some(path)) => Some(MlpRouter::load(path, Some(&pair.ids))?),
-        (true, None) => Some(
-            router::shipped(&pair.ids)
-                .context("no router is shipped for this edge model: pass --router-path")?,
-        ),
+    let mlp = match wants_mlp {
+        true => {
+            let (mlp, notice) = router::load_mlp(args.router_path.as_deref(), &pair.ids)
+                .map_err(anyhow::Error::msg)?;
+            if let Some(notice) = notice {
+                eprintln!("[notice] {notice}");
+            }
+            Some(mlp)
+        }
+        false => None,
     };
-    if let Some(notice) = mlp.as_ref().and_then(|m| m.cloud_notice(&pair.ids)) {
-        eprintln!("[notice] {notice}");
-    }
     let mut specs = Vec::new();
     for budget in args.budgets.iter().map(|share| share.get()) {
         if budget <= 0.0 || budget >= 1.0 {

@@ -8,7 +8,7 @@ use tandem_core::config::Config;
 use tandem_core::local::{default_threads, EdgeWeights, LocalModel, LocalOptions};
 use tandem_core::paths::Paths;
 use tandem_core::router::ModelPair;
-use tandem_serve::startup::{self, Started};
+use tandem_core::startup::{self, Settled, Started};
 
 /// Flags naming the pair.
 #[derive(clap::Args, Debug, Clone)]
@@ -71,9 +71,9 @@ impl PairArgs {
         if let Some(why) = prepared.notices.first() {
             anyhow::bail!("{why}");
         }
-        let edge_path = prepared.edge_path.clone();
         let mut client = None;
-        let started = prepared.open(&paths, |config, _| -> Result<Pair> {
+        let started = prepared.open(&paths, |settled, _| -> Result<Pair> {
+            let config = &settled.config;
             let url = &config.cloud.url;
             let (cloud_config, _) = CloudConfig::from_settings(url, &config.cloud);
             let cloud = CloudClient::new(cloud_config)?;
@@ -88,8 +88,8 @@ impl PairArgs {
                     .context("the cloud lists no models: pass --cloud-model")?,
             };
             let pair = Pair {
-                weights: EdgeWeights::load(&edge_path, &config.edge)?,
-                ids: ModelPair::identify(&config.edge, &edge_path, &cloud_id)?,
+                weights: EdgeWeights::load(&settled.edge_path, &config.edge)?,
+                ids: settled.pair(&cloud_id)?,
                 edge_name: config.edge.clone(),
                 options: LocalOptions {
                     n_ctx: 2048,
@@ -116,12 +116,15 @@ impl PairArgs {
                  (--stand-in), not a URL: collect against a remote cloud without --judged"
             );
         }
-        let models = Paths::discover().models();
         let threads = self.threads.unwrap_or_else(default_threads);
-        let edge_path = tandem_core::models::resolve(&self.edge, &models)?;
+        let config = Config {
+            edge: self.edge.clone(),
+            ..Config::default()
+        };
+        let settled = Settled::new(config, &Paths::discover())?;
         let pair = Pair {
-            weights: EdgeWeights::load(&edge_path, &self.edge)?,
-            ids: ModelPair::identify(&self.edge, &edge_path, &self.stand_in)?,
+            weights: EdgeWeights::load(&settled.edge_path, &self.edge)?,
+            ids: settled.pair(&self.stand_in)?,
             edge_name: self.edge.clone(),
             options: LocalOptions {
                 n_ctx: 2048,

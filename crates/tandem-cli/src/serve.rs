@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use tandem_core::local::{default_threads, LocalOptions};
 use tandem_core::models;
 use tandem_core::paths::Paths;
-use tandem_serve::{Access, ModelThread, ServeOptions, API_KEY_VAR};
+use tandem_serve::{Access, ModelThread, ServeOptions, StopWhen, API_KEY_VAR};
 
 /// Flags of `tandem serve`.
 #[derive(clap::Args, Debug)]
@@ -37,6 +37,11 @@ pub struct Args {
     /// Settings file.
     #[arg(long)]
     config: Option<std::path::PathBuf>,
+    /// Serve as the local stand-in of the process that started this one (Tandem's start-up):
+    /// 127.0.0.1 on a free port, only for the key in the environment, until standard input
+    /// ends.
+    #[arg(long, hide = true, conflicts_with_all = ["host", "port"])]
+    stand_in: bool,
 }
 
 /// A deadline in seconds: a positive number.
@@ -47,16 +52,27 @@ fn deadline(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Loads the model, binds, prints `listening on URL`, and serves until interrupted.
+/// Loads the model, binds, prints `listening on URL`, and serves until interrupted (or, as a
+/// stand-in, until its parent lets go).
 pub fn run(args: Args) -> Result<()> {
     let paths = Paths::discover();
     let config = settings::load(args.config.as_deref(), &paths)?;
-    let host = args.host.unwrap_or(config.serve.host);
-    let port = args.port.unwrap_or(config.serve.port);
+    let (host, port, stop) = match args.stand_in {
+        true => ("127.0.0.1".to_owned(), 0, StopWhen::ParentGone),
+        false => (
+            args.host.unwrap_or(config.serve.host),
+            args.port.unwrap_or(config.serve.port),
+            StopWhen::Interrupted,
+        ),
+    };
     let addr: SocketAddr = format!("{host}:{port}")
         .parse()
         .with_context(|| format!("'{host}:{port}' is not an address to bind"))?;
     let access = Access::from_env();
+    anyhow::ensure!(
+        !args.stand_in || access.needs_key(),
+        "a stand-in serves only the key its parent sets in {API_KEY_VAR}, and none is set"
+    );
     anyhow::ensure!(
         addr.ip().is_loopback() || access.needs_key(),
         "refusing to serve on {addr} without a key: anyone who reaches this machine could use \
@@ -79,7 +95,7 @@ pub fn run(args: Args) -> Result<()> {
         deadline: std::time::Duration::from_secs_f64(args.deadline),
     })
     .with_context(|| format!("loading {model}"))?;
-    tandem_serve::serve_until_interrupted(engine, addr, access.clone(), |bound| {
+    tandem_serve::serve_until(engine, addr, access.clone(), stop, |bound| {
         let mut stdout = std::io::stdout().lock();
         let key = match access.needs_key() {
             true => format!(" (requests need the key in {API_KEY_VAR})"),

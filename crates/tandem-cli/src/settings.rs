@@ -9,8 +9,8 @@ use tandem_core::config::{Config, ConfigError};
 use tandem_core::engine::Engine;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
+use tandem_core::startup::{self, Started};
 use tandem_core::window::ContextPolicy;
-use tandem_serve::startup::{self, Started};
 
 /// An engine ready to chat, and the stand-in cloud it may talk to (stopped on drop).
 pub type Session = Started<Engine>;

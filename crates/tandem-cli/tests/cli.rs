@@ -1054,7 +1054,8 @@ fn the_app_and_generate_spending_at_once_keep_the_daily_cap_between_them() {
     config.cloud.url = fake.base_url();
     config.router.kind = tandem_core::router::RouterKind::CloudOnly;
     let chat = config.chat_settings();
-    let app = tandem_core::engine_thread::EngineThread::spawn(config, paths.clone()).unwrap();
+    let settled = tandem_core::startup::Settled::new(config, &paths).unwrap();
+    let app = tandem_core::engine_thread::EngineThread::spawn(settled, paths.clone()).unwrap();
     let reply = app
         .reply(
             vec![tandem_core::message::Message::user(
@@ -1258,4 +1259,143 @@ fn serve_refuses_to_listen_beyond_this_machine_without_a_key() {
         said.contains("without a key") && said.contains("TANDEM_SERVE_API_KEY"),
         "{said}"
     );
+}
+
+/// The stand-in started for a front end answers only that front end: it has a key for this
+/// run, handed over in memory and in the child's environment (never in the settings file or
+/// on a command line), and a request without it, from another program or user on this
+/// machine, is refused.
+#[test]
+fn the_stand_in_answers_only_the_process_that_started_it() {
+    use tandem_core::cloud::{CloudClient, CloudConfig};
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let paths = tandem_core::paths::Paths {
+        config: home.path().join("config"),
+        data: home.path().join("data"),
+        cache: home.path().join("cache"),
+    };
+    let mut config = tandem_core::config::Config {
+        edge: model.display().to_string(),
+        threads: Some(1),
+        context: 512,
+        ..Default::default()
+    };
+    config.serve.model = model.display().to_string();
+    // This test binary has no `tandem` beside it.
+    std::env::set_var(
+        tandem_core::startup::PROGRAM_VAR,
+        env!("CARGO_BIN_EXE_tandem"),
+    );
+    let prepared = tandem_core::startup::prepare(config, &paths).unwrap();
+    assert!(prepared.notices.is_empty(), "{:?}", prepared.notices);
+    let settled = &prepared.settled.config;
+    let url = settled.cloud.url.clone();
+    assert!(settled.cloud.api_key.is_some(), "a key for this run");
+    let file = home.path().join("saved.toml");
+    settled.save(&file).unwrap();
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        !saved.contains("tandem-run-"),
+        "the key never reaches the file: {saved}"
+    );
+    let stranger = reqwest::blocking::get(format!("{url}/models")).unwrap();
+    assert_eq!(stranger.status(), 401);
+    let (client, _) = CloudConfig::from_settings(&url, &settled.cloud);
+    let served = CloudClient::new(client).unwrap().check().unwrap();
+    assert!(!served.is_empty());
+    // Let go of, it stops: nothing is left listening.
+    drop(prepared);
+    assert!(reqwest::blocking::get(format!("{url}/models")).is_err());
+}
+
+/// The stand-in is a child process that must not outlive the front end that started it,
+/// even one killed without a chance to stop it: it serves until its standard input closes.
+#[test]
+fn the_stand_in_stops_when_the_front_end_that_started_it_is_killed() {
+    use std::io::{BufRead, BufReader};
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        format!(
+            "threads = 1\n[serve]\nmodel = {:?}\n",
+            model.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let mut chat = tandem(home.path())
+        .args(["chat", "--edge"])
+        .arg(&model)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(chat.stderr.take().unwrap());
+    let url = stderr
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| {
+            let (_, url) = line.split_once("local stand-in cloud: ")?;
+            Some(url.rsplit(" on ").next()?.to_owned())
+        })
+        .expect("the chat names its stand-in");
+    let models = format!("{url}/models");
+    assert_eq!(reqwest::blocking::get(&models).unwrap().status(), 401);
+    chat.kill().unwrap();
+    chat.wait().unwrap();
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        reqwest::blocking::get(&models).is_err()
+    });
+    assert!(
+        gone,
+        "the stand-in at {url} still answers after its parent was killed"
+    );
+}
+
+/// Without the `tandem` program to run it, the stand-in cannot start: replies are local and
+/// the user is told why and what to do.
+#[test]
+fn a_stand_in_that_cannot_be_run_leaves_replies_local_and_says_why() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        format!(
+            "threads = 1\n[serve]\nmodel = {:?}\n",
+            model.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let output = tandem(home.path())
+        .env(
+            tandem_core::startup::PROGRAM_VAR,
+            home.path().join("no-such-tandem"),
+        )
+        .args([
+            "generate",
+            "--json",
+            "--max-tokens",
+            "4",
+            "--prompt",
+            "Hi",
+            "--edge",
+        ])
+        .arg(&model)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the local stand-in cannot start")
+            && stderr.contains("no-such-tandem")
+            && stderr.contains("replying locally"),
+        "{stderr}"
+    );
+    let events = json_events(&output);
+    assert!(events[0]["cloud"].is_null());
 }

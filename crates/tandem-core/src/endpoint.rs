@@ -69,6 +69,11 @@ pub fn is_on_this_machine(url: &str) -> bool {
     })
 }
 
+/// The environment variable whose value, when set, every request to `tandem serve` must
+/// carry as its bearer key: how the local stand-in gets this run's key without showing it on
+/// its command line.
+pub const SERVE_KEY_VAR: &str = "TANDEM_SERVE_API_KEY";
+
 #[cfg(test)]
 mod tests {
     use super::*;

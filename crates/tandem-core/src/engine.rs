@@ -7,17 +7,17 @@
 use crate::budget::{CloudBudget, LiveBudget, Share};
 use crate::chat_settings::ChatSettings;
 use crate::cloud::{Cloud, CloudClient, CloudConfig, CloudError};
-use crate::config::Config;
 use crate::decode::{self, Collaboration, DecodeOptions};
 use crate::edge::{EdgeError, EdgeModel};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, Usage};
 use crate::history::ReplyMode;
 use crate::local::{default_threads, EdgeWeights, LoadError, LocalModel, LocalOptions};
 use crate::message::Message;
-use crate::models::{self, ModelError};
+use crate::models::ModelError;
 use crate::paths::Paths;
 use crate::router::{self, FixedRouter, ModelPair, Router, RouterKind};
 use crate::spend::SpendLedger;
+use crate::startup::Settled;
 use crate::window::{self, Overflow};
 use std::ops::Range;
 
@@ -55,16 +55,15 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Loads what `config` names (with its cloud URL already settled: see
-    /// `tandem_serve::startup`, which every front end starts from).
-    pub fn open(config: &Config, paths: &Paths) -> Result<Engine, OpenError> {
-        let path = models::resolve(&config.edge, &paths.models())?;
-        let weights = EdgeWeights::load(&path, &config.edge)?;
+    /// Loads what start-up settled (see [`crate::startup`], which every front end starts
+    /// from).
+    pub fn open(settled: &Settled, paths: &Paths) -> Result<Engine, OpenError> {
+        let config = &settled.config;
+        let weights = EdgeWeights::load(&settled.edge_path, &config.edge)?;
         let mut notices = Vec::new();
         // Only a trained router checks the pair; hashing a GGUF given by path costs seconds.
         let pair = if config.router.kind == RouterKind::Mlp {
-            let cloud = config.cloud.model.as_deref().unwrap_or_default();
-            ModelPair::identify(&config.edge, &path, cloud)?
+            settled.pair(config.cloud.model.as_deref().unwrap_or_default())?
         } else {
             ModelPair::default()
         };

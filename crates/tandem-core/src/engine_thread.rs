@@ -8,12 +8,12 @@
 
 use crate::budget::LiveBudget;
 use crate::chat_settings::ChatSettings;
-use crate::config::Config;
 use crate::engine::{Engine, OpenError};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, Usage};
 use crate::history::ReplyMode;
 use crate::message::Message;
 use crate::paths::Paths;
+use crate::startup::Settled;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
@@ -73,13 +73,13 @@ pub struct EngineThread {
 
 impl EngineThread {
     /// Loads the engine on a new thread; returns once it is ready, or the load error.
-    pub fn spawn(config: Config, paths: Paths) -> Result<EngineThread, OpenError> {
+    pub fn spawn(settled: Settled, paths: Paths) -> Result<EngineThread, OpenError> {
         let (commands, inbox) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("tandem-engine".into())
             .spawn(move || {
-                let engine = match Engine::open(&config, &paths) {
+                let engine = match Engine::open(&settled, &paths) {
                     Ok(engine) => engine,
                     Err(e) => return ready.send(Err(e)).unwrap_or(()),
                 };

@@ -54,5 +54,6 @@ pub mod sampling;
 pub mod secrets;
 pub mod signals;
 pub mod spend;
+pub mod startup;
 pub mod utf8_stream;
 pub mod window;

@@ -6,10 +6,9 @@
 
 mod support;
 
-use support::engine::{asking, config, drain, footprint, paths};
+use support::engine::{asking, config, drain, footprint, spawn};
 use support::{model, SMOLLM2};
 use tandem_core::budget::CloudBudget;
-use tandem_core::engine_thread::EngineThread;
 use tandem_core::history::ReplyMode;
 use tandem_core::router::RouterKind;
 use tandem_fake_cloud::{FakeCloud, Script};
@@ -24,7 +23,7 @@ fn two_hundred_replies_leave_memory_and_file_descriptors_flat() {
     config.budget = CloudBudget::share(0.3);
     config.max_tokens = 4;
     let chat = config.chat_settings();
-    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
+    let worker = spawn(config, home.path());
     let ask = |n: usize| {
         for i in 0..n {
             let reply = worker

@@ -13,6 +13,7 @@ use tandem_core::history::ReplyMode;
 use tandem_core::message::Message;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
+use tandem_core::startup::Settled;
 use tandem_core::window::ContextPolicy;
 use tandem_fake_cloud::{FakeCloud, Script};
 
@@ -73,7 +74,7 @@ impl Chat {
             data: home.path().join("data"),
             cache: home.path().join("cache"),
         };
-        let worker = EngineThread::spawn(config, paths).unwrap();
+        let worker = EngineThread::spawn(Settled::new(config, &paths).unwrap(), paths).unwrap();
         Some(Chat {
             worker,
             _fake: fake,

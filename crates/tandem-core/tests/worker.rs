@@ -3,7 +3,7 @@
 mod fault_matrix;
 mod support;
 
-use support::engine::{asking, config, drain, paths};
+use support::engine::{asking, config, drain, paths, spawn};
 use support::{model, SMOLLM2};
 use tandem_core::budget::CloudBudget;
 use tandem_core::engine::OpenError;
@@ -13,6 +13,7 @@ use tandem_core::history::ReplyMode;
 use tandem_core::message::Message;
 use tandem_core::router::RouterKind;
 use tandem_core::spend::SpendLedger;
+use tandem_core::startup;
 use tandem_fake_cloud::{FakeCloud, Script};
 
 #[test]
@@ -22,7 +23,7 @@ fn replies_stream_from_the_engine_thread_and_can_be_cancelled_and_rebudgeted() {
     let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
     let config = config(&edge, &fake);
     let chat = config.chat_settings();
-    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
+    let worker = spawn(config, home.path());
 
     // Cancelled after three tokens: it still finishes, as cancelled.
     let reply = worker
@@ -80,7 +81,7 @@ fn reply_modes_keep_everything_local_or_ask_the_cloud_for_every_token() {
     config.budget = CloudBudget::share(0.1);
     config.max_tokens = 12;
     let chat = config.chat_settings();
-    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
+    let worker = spawn(config, home.path());
     let history = vec![
         Message::user("Name a colour."),
         Message::assistant("Blue."),
@@ -131,10 +132,11 @@ fn reply_modes_keep_everything_local_or_ask_the_cloud_for_every_token() {
 fn a_missing_model_fails_the_spawn_with_the_reason() {
     let home = tempfile::tempdir().unwrap();
     let fake = FakeCloud::start(Script::cycle(&["x"])).unwrap();
-    let err = EngineThread::spawn(
-        config(&home.path().join("absent.gguf"), &fake),
-        paths(home.path()),
-    )
+    let paths = paths(home.path());
+    let config = config(&home.path().join("absent.gguf"), &fake);
+    let err = startup::start(config, &paths, |settled, paths| {
+        EngineThread::spawn(settled.clone(), paths.clone())
+    })
     .err()
     .unwrap();
     assert!(matches!(err, OpenError::Model(_)), "{err}");
@@ -149,7 +151,7 @@ fn stop_ends_a_reply_that_is_waiting_for_a_stalled_cloud_at_once() {
     let mut config = config(&edge, &fake);
     config.cloud.timeout_secs = 30.0;
     let chat = config.chat_settings();
-    let worker = EngineThread::spawn(config, paths(home.path())).unwrap();
+    let worker = spawn(config, home.path());
     fake.push_faults([tandem_fake_cloud::Fault::Delay(
         std::time::Duration::from_secs(20),
     )]);

@@ -21,7 +21,7 @@ use tandem_wire::ErrorBody;
 
 /// The environment variable whose value, when set, every request must carry as
 /// `Authorization: Bearer <value>` (`/health` aside).
-pub const API_KEY_VAR: &str = "TANDEM_SERVE_API_KEY";
+pub use tandem_core::endpoint::SERVE_KEY_VAR as API_KEY_VAR;
 /// The largest request body read.
 pub const MAX_BODY: usize = 2 << 20;
 /// Jobs (completions and tokenizations) that may wait behind the running one; more are

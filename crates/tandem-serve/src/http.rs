@@ -54,7 +54,7 @@ pub fn router(model: ModelThread, access: Access) -> Router {
         .layer(middleware::from_fn_with_state(access, guard::authorize))
 }
 
-/// A server running on its own thread (for tests and the app's embedded stand-in).
+/// A server running on its own thread of this process (tests and benchmarks).
 pub struct Running {
     /// Where it listens.
     pub addr: SocketAddr,
@@ -110,12 +110,23 @@ pub fn start(model: ModelThread, addr: SocketAddr, access: Access) -> std::io::R
     })
 }
 
-/// Serves on `addr` on this thread until SIGINT or SIGTERM (`tandem serve`); `listening`
-/// is told the bound address first.
-pub fn serve_until_interrupted(
+/// When a server started by [`serve_until`] stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopWhen {
+    /// On SIGINT or SIGTERM (`tandem serve` run by a user).
+    Interrupted,
+    /// On those, or when standard input ends: the process that started it (the local
+    /// stand-in's front end) has let it go or died.
+    ParentGone,
+}
+
+/// Serves on `addr` on this thread until `stop` says; `listening` is told the bound address
+/// first.
+pub fn serve_until(
     model: ModelThread,
     addr: SocketAddr,
     access: Access,
+    stop: StopWhen,
     listening: impl FnOnce(SocketAddr) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -125,11 +136,23 @@ pub fn serve_until_interrupted(
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         listening(listener.local_addr()?)?;
-        listen::serve(listener, router(model, access), shutdown_signal()).await
+        let parent_gone = async move {
+            match stop {
+                StopWhen::ParentGone => input_ended().await,
+                StopWhen::Interrupted => std::future::pending().await,
+            }
+        };
+        let shutdown = async move {
+            tokio::select! {
+                _ = interrupted() => {}
+                _ = parent_gone => {}
+            }
+        };
+        listen::serve(listener, router(model, access), shutdown).await
     })
 }
 
-async fn shutdown_signal() {
+async fn interrupted() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -143,6 +166,16 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = interrupt.await;
+}
+
+/// Resolves when standard input reaches its end (or cannot be read).
+async fn input_ended() {
+    let (ended, on_end) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        let _ = ended.send(());
+    });
+    let _ = on_end.await;
 }
 
 fn bad_request(message: impl std::fmt::Display) -> Response {

@@ -298,41 +298,6 @@ fn a_request_past_the_deadline_is_a_503_that_says_so() {
     }
 }
 
-/// The stand-in started for a front end answers only that front end: it has a key for this
-/// run, handed over in memory (never in the settings file), and a request without it, from
-/// another program or user on this machine, is refused.
-#[test]
-fn the_stand_in_answers_only_the_process_that_started_it() {
-    let Some(path) = model() else { return };
-    let home = tempfile::tempdir().unwrap();
-    let paths = tandem_core::paths::Paths {
-        config: home.path().join("config"),
-        data: home.path().join("data"),
-        cache: home.path().join("cache"),
-    };
-    let mut config = tandem_core::config::Config {
-        edge: path.display().to_string(),
-        threads: Some(1),
-        context: 512,
-        ..Default::default()
-    };
-    config.serve.model = path.display().to_string();
-    let prepared = tandem_serve::startup::prepare(config, &paths).unwrap();
-    let settled = &prepared.config;
-    let url = settled.cloud.url.clone();
-    assert!(settled.cloud.api_key.is_some(), "a key for this run");
-    let saved = toml::to_string(settled).unwrap();
-    assert!(
-        !saved.contains("tandem-run-"),
-        "the key never reaches the file: {saved}"
-    );
-    let stranger = reqwest::blocking::get(format!("{url}/models")).unwrap();
-    assert_eq!(stranger.status(), 401);
-    let (client, _) = CloudConfig::from_settings(&url, &settled.cloud);
-    let served = CloudClient::new(client).unwrap().check().unwrap();
-    assert!(!served.is_empty());
-}
-
 /// Requests as a stranger might send them: each route's real request with a byte changed,
 /// dropped or cut off at random. Every answer is a reply or an error in OpenAI's shape
 /// (never a 500, never a dropped connection), and the server goes on serving.

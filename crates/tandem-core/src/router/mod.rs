@@ -205,29 +205,37 @@ pub fn build(
         RouterKind::LeadEntropy => (Box::new(LeadEntropyRouter), None),
         RouterKind::FirstToken => (Box::new(FirstTokenRouter), None),
         RouterKind::Random => (Box::new(RandomRouter::default()), None),
-        RouterKind::Mlp => {
-            let loaded = match mlp_path {
-                Some(path) => MlpRouter::load(path, Some(pair)).map_err(|e| e.to_string()),
-                None => shipped(pair).map_err(|_| {
-                    "no MLP router is trained for this edge model (`tandem train-router` makes one)".to_owned()
-                }),
-            };
-            match loaded {
-                Ok(router) => {
-                    let notice = router.cloud_notice(pair);
-                    (Box::new(router), notice)
-                }
-                Err(why) => {
-                    let (router, _) = build(RouterKind::DEFAULT, None, pair);
-                    let notice = format!(
-                        "{why}; using the default router ({}) instead",
-                        RouterKind::DEFAULT
-                    );
-                    (router, Some(notice))
-                }
+        RouterKind::Mlp => match load_mlp(mlp_path, pair) {
+            Ok((router, notice)) => (Box::new(router), notice),
+            Err(why) => {
+                let (router, _) = build(RouterKind::DEFAULT, None, pair);
+                let notice = format!(
+                    "{why}; using the default router ({}) instead",
+                    RouterKind::DEFAULT
+                );
+                (router, Some(notice))
             }
-        }
+        },
     }
+}
+
+/// The MLP router in `path`, or the one shipped for `pair`'s edge model, checked against
+/// `pair`; with a message when it learned from another cloud. The error says why none can
+/// be used ([`build`] falls back on it; an evaluation stops).
+pub fn load_mlp(
+    path: Option<&Path>,
+    pair: &ModelPair,
+) -> Result<(MlpRouter, Option<String>), String> {
+    let router = match path {
+        Some(path) => MlpRouter::load(path, Some(pair)).map_err(|e| e.to_string())?,
+        None => shipped(pair).map_err(|_| {
+            "no MLP router is trained for this edge model (`tandem train-router` makes one, \
+             --router-path names it)"
+                .to_owned()
+        })?,
+    };
+    let notice = router.cloud_notice(pair);
+    Ok((router, notice))
 }
 
 #[cfg(test)]

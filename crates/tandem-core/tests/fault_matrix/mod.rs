@@ -18,6 +18,7 @@ use tandem_core::history::ReplyMode;
 use tandem_core::message::Message;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
+use tandem_core::startup::Settled;
 use tandem_fake_cloud::{FakeCloud, Fault, Script};
 
 /// The configured request timeout: every case must end within a few of these.
@@ -250,7 +251,7 @@ fn run(edge: &std::path::Path, case: &Case) -> (Seen, usize) {
         cache: home.path().join("cache"),
     };
     let chat = config.chat_settings();
-    let worker = EngineThread::spawn(config, paths).unwrap();
+    let worker = EngineThread::spawn(Settled::new(config, &paths).unwrap(), paths).unwrap();
     let started = Instant::now();
     let reply = worker
         .reply(

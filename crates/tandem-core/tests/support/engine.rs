@@ -3,11 +3,12 @@
 
 use tandem_core::budget::CloudBudget;
 use tandem_core::config::Config;
-use tandem_core::engine_thread::ReplyHandle;
+use tandem_core::engine_thread::{EngineThread, ReplyHandle};
 use tandem_core::event::{Event, FinishReason, TokenSource};
 use tandem_core::message::Message;
 use tandem_core::paths::Paths;
 use tandem_core::router::RouterKind;
+use tandem_core::startup::Settled;
 use tandem_fake_cloud::FakeCloud;
 
 /// A test's folders, all under `home`.
@@ -17,6 +18,12 @@ pub fn paths(home: &std::path::Path) -> Paths {
         data: home.join("data"),
         cache: home.join("cache"),
     }
+}
+
+/// The engine thread for `config` (whose cloud is set: no stand-in), files under `home`.
+pub fn spawn(config: Config, home: &std::path::Path) -> EngineThread {
+    let paths = paths(home);
+    EngineThread::spawn(Settled::new(config, &paths).unwrap(), paths).unwrap()
 }
 
 /// Settings for `edge` answering through `cloud`, cloud-only until a test says otherwise.
