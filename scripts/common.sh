@@ -49,12 +49,18 @@ install_system_packages() {
 
 # Builds the given packages in one cargo invocation (one feature resolution, so shared
 # build dependencies such as bindgen and llama-cpp-sys-2 compile once) and prints the
-# folder the binaries land in. PROFILE is "release" or "dev".
+# folder the binaries land in. PROFILE is "release" or "dev"; arguments starting with `--`
+# go to cargo as they are (`--no-default-features`).
 build_packages() {
   local profile="$1"
   shift
   local args=()
-  for p in "$@"; do args+=(-p "$p"); done
+  for p in "$@"; do
+    case "$p" in
+      --*) args+=("$p") ;;
+      *) args+=(-p "$p") ;;
+    esac
+  done
   log "building $* ($profile)"
   (cd "$ROOT" && cargo build --profile "$profile" "${args[@]}" >&2)
   local dir="$profile"

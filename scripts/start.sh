@@ -10,12 +10,14 @@ install_node_packages
 # Built here, for this machine: llama.cpp then uses every SIMD extension the CPU has
 # (llama-cpp-2 maps target-cpu=native to GGML_NATIVE; without it ggml gets baseline x86-64).
 export RUSTFLAGS="${RUSTFLAGS:--C target-cpu=native}"
+# Without default features: the CLI leaves out router training (candle, gemm, tokenizers:
+# about a third of a cold build), which the app never needs.
 if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
-  BIN="$(build_packages release tandem-cli)"
+  BIN="$(build_packages release --no-default-features tandem-cli)"
 else
   # The app embeds the built UI; CLI and app build in one go so llama.cpp compiles once.
   build_ui
-  BIN="$(build_packages release tandem-cli tandem-app)"
+  BIN="$(build_packages release --no-default-features tandem-cli tandem-app)"
 fi
 TANDEM="$BIN/tandem"
 "$TANDEM" models pull qwen2.5-coder-0.5b

@@ -94,6 +94,7 @@ fn events() -> Vec<Event> {
                 cloud_tokens: 1,
                 cloud_requests: 1,
                 cloud_prompt_tokens: 12,
+                cloud_cached_prompt_tokens: 0,
                 cloud_completion_tokens: 4,
                 est_cost_usd: 0.00002,
                 target_share: Some(0.15),
@@ -260,6 +261,7 @@ fn priced_budget() -> CloudBudget {
         prices: Prices {
             input_per_mtok: 0.15,
             output_per_mtok: 0.6,
+            cached_input_per_mtok: None,
         },
         ..CloudBudget::default()
     }

@@ -139,6 +139,9 @@ describe("settings", () => {
     await dialog.locator("#spend-cap").fill("2.5");
     await dialog.locator("#price-in").fill("0.2");
     await dialog.locator("#price-out").fill("0.8");
+    // Blank until set: cached prompt tokens cost the input price.
+    expect(await dialog.locator("#price-cached").inputValue()).toBe("");
+    await dialog.locator("#price-cached").fill("0.05");
     // What new chats start with.
     const newChats = dialog.locator("#new-chat-settings");
     expect(await newChats.locator("[name=max_tokens]").inputValue()).toBe("256");
@@ -156,7 +159,7 @@ describe("settings", () => {
     });
     const budget = (await callsOf(page, "budget_set")).at(-1)!.args.budget as Record<string, unknown>;
     expect(budget.daily_spend_cap_usd).toBe(2.5);
-    expect(budget.prices).toEqual({ input_per_mtok: 0.2, output_per_mtok: 0.8 });
+    expect(budget.prices).toEqual({ input_per_mtok: 0.2, output_per_mtok: 0.8, cached_input_per_mtok: 0.05 });
     await expect.poll(() => page.locator(".router").textContent()).toBe("entropy");
     await page.context().close();
   });

@@ -61,6 +61,10 @@ pub struct Args {
     /// Price of a million completion tokens.
     #[arg(long, default_value_t = 0.6)]
     price_output: f64,
+    /// Price of a million prompt tokens the cloud reports as read from its prompt cache
+    /// (default: the input price).
+    #[arg(long)]
+    price_cached: Option<f64>,
     /// The model that scores replies to open prompts by its mean log-probability per token
     /// (catalogue name or GGUF path; default: `--stand-in`, the cloud model when no
     /// `--cloud` is given).
@@ -127,6 +131,7 @@ pub fn run(args: Args) -> Result<()> {
         prices: Prices {
             input_per_mtok: args.price_input,
             output_per_mtok: args.price_output,
+            cached_input_per_mtok: args.price_cached,
         },
     };
     let judge_name = args.judge.as_ref().unwrap_or(&args.pair.stand_in);

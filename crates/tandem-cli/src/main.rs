@@ -13,6 +13,7 @@ mod models;
 mod pair;
 mod serve;
 mod settings;
+#[cfg(feature = "train")]
 mod train_router;
 mod view;
 
@@ -46,7 +47,9 @@ enum Command {
         #[command(subcommand)]
         action: data::Action,
     },
-    /// Collect labels from the cloud and train the MLP router for an edge/cloud pair.
+    /// Collect labels from the cloud and train the MLP router for an edge/cloud pair (not
+    /// in the lean build `scripts/start.sh` makes).
+    #[cfg(feature = "train")]
     TrainRouter(train_router::Args),
     /// Measure accuracy against cloud share for routers and budgets.
     Eval(eval::Args),
@@ -61,6 +64,7 @@ fn main() -> std::process::ExitCode {
         Command::Key(args) => key::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Data { action } => data::run(action),
+        #[cfg(feature = "train")]
         Command::TrainRouter(args) => train_router::run(args),
         Command::Eval(args) => eval::run(args),
     };

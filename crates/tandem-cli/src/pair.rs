@@ -109,6 +109,7 @@ impl PairArgs {
     /// Loads the edge model and, in-process, the cloud model the stand-in would serve (for
     /// labels the cloud judges from its own distribution: no server, no request). A cloud at
     /// a URL cannot be read this way.
+    #[cfg(feature = "train")]
     pub fn open_local(&self, hidden_state: bool) -> Result<(Pair, EdgeWeights)> {
         if self.cloud.is_some() {
             anyhow::bail!(

@@ -88,12 +88,21 @@ pub struct Prices {
     pub input_per_mtok: f64,
     /// Price of a million completion (output) tokens.
     pub output_per_mtok: f64,
+    /// Price of a million prompt tokens the provider read from its prompt cache (OpenAI,
+    /// DeepSeek and most hosts bill them at a fraction of the input price, and routed
+    /// decoding re-sends a growing prompt, most of it cached); unset: the input price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_mtok: Option<f64>,
 }
 
 impl Prices {
-    /// What one request costs.
-    pub fn cost(&self, prompt_tokens: u64, completion_tokens: u64) -> f64 {
-        (prompt_tokens as f64 * self.input_per_mtok
+    /// What one request costs: `prompt_tokens`, of which the provider says `cached_tokens`
+    /// came from its prompt cache, and `completion_tokens`.
+    pub fn cost(&self, prompt_tokens: u64, cached_tokens: u64, completion_tokens: u64) -> f64 {
+        let cached = cached_tokens.min(prompt_tokens);
+        let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
+        ((prompt_tokens - cached) as f64 * self.input_per_mtok
+            + cached as f64 * cached_price
             + completion_tokens as f64 * self.output_per_mtok)
             / 1e6
     }
@@ -171,8 +180,16 @@ impl CloudBudget {
         {
             return Err(BudgetError::Cap(cap));
         }
-        let prices = [self.prices.input_per_mtok, self.prices.output_per_mtok];
-        if prices.iter().any(|p| !(p.is_finite() && *p >= 0.0)) {
+        let prices = [
+            Some(self.prices.input_per_mtok),
+            Some(self.prices.output_per_mtok),
+            self.prices.cached_input_per_mtok,
+        ];
+        if prices
+            .iter()
+            .flatten()
+            .any(|p| !(p.is_finite() && *p >= 0.0))
+        {
             return Err(BudgetError::Price);
         }
         Ok(())
@@ -406,7 +423,7 @@ mod tests {
             match reply.decide(budget, scores[i.min(scores.len() - 1)], span) {
                 RouteDecision::Edge => reply.record(1, 0, 0.0),
                 RouteDecision::Cloud { max_tokens } => {
-                    let cost = budget.prices.cost(100, u64::from(max_tokens));
+                    let cost = budget.prices.cost(100, 0, u64::from(max_tokens));
                     reply.record(0, accepted.min(max_tokens), cost)
                 }
             }

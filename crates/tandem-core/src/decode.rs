@@ -321,12 +321,12 @@ impl Reply<'_, '_> {
         }
     }
 
-    /// What a request for `max_tokens` costs at most: the whole prompt re-sent and the whole
-    /// span returned, at the user's prices.
+    /// What a request for `max_tokens` costs at most: the whole prompt re-sent, none of it
+    /// cached, and the whole span returned, at the user's prices.
     fn worst_case_usd(&self, max_tokens: u32) -> f64 {
         let prompt_tokens = self.confirmed_len() as u64;
         let prices = self.budget.get().prices;
-        prices.cost(prompt_tokens, u64::from(max_tokens))
+        prices.cost(prompt_tokens, 0, u64::from(max_tokens))
     }
 
     /// Books a request's worst case in today's ledger before it is sent. Refused when the
@@ -524,12 +524,14 @@ impl Reply<'_, '_> {
         tokens.truncate(max_tokens as usize);
         let prompt_tokens = reply.prompt_tokens.unwrap_or(prompt_len);
         let completion_tokens = reply.completion_tokens.unwrap_or(tokens.len() as u64);
+        let cached_tokens = reply.cached_prompt_tokens.unwrap_or(0).min(prompt_tokens);
         let cost = self
             .budget
             .get()
             .prices
-            .cost(prompt_tokens, completion_tokens);
+            .cost(prompt_tokens, cached_tokens, completion_tokens);
         self.usage.cloud_prompt_tokens += prompt_tokens;
+        self.usage.cloud_cached_prompt_tokens += cached_tokens;
         self.usage.cloud_completion_tokens += completion_tokens;
         // The cloud's end of turn is kept apart: it is never decoded, it ends the reply.
         let end = tokens.iter().position(|&t| self.edge.is_end_of_turn(t));

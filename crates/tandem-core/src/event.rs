@@ -88,6 +88,10 @@ pub struct Usage {
     pub cloud_requests: u32,
     /// Prompt tokens the cloud billed, over all requests.
     pub cloud_prompt_tokens: u64,
+    /// Of those, the ones the cloud read from its prompt cache (billed at the cached price).
+    /// Absent in replies saved before it was recorded.
+    #[serde(default)]
+    pub cloud_cached_prompt_tokens: u64,
     /// Completion tokens the cloud billed (kept or not).
     pub cloud_completion_tokens: u64,
     /// Estimated cost of the cloud requests, in USD.

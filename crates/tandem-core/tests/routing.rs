@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 use support::{load, options, route, SMOLLM2};
-use tandem_core::budget::CloudBudget;
+use tandem_core::budget::{CloudBudget, Prices};
 use tandem_core::cloud::{CloudClient, CloudConfig};
 use tandem_core::decode::DecodeOptions;
 use tandem_core::edge::EdgeModel;
@@ -189,6 +189,37 @@ fn killing_the_cloud_mid_reply_finishes_the_reply_locally_with_a_notice() {
         notices.contains(&&NoticeKind::CloudUnavailable),
         "{notices:?}"
     );
+}
+
+/// A provider that reads the re-sent conversation from its prompt cache says so in `usage`
+/// (`prompt_tokens_details.cached_tokens`); the reply's cost prices those tokens at the
+/// cached rate the user set, the rest at the input rate.
+#[test]
+fn prompt_tokens_the_cloud_cached_cost_the_cached_price() {
+    let Some(weights) = load(SMOLLM2) else { return };
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"]).caching_prompts()).unwrap();
+    let mut budget = CloudBudget::share(1.0);
+    budget.prices = Prices {
+        input_per_mtok: 1_000.0,
+        output_per_mtok: 0.0,
+        cached_input_per_mtok: Some(100.0),
+    };
+    let r = run(&weights, &fake, &FixedRouter(1.0), budget, 24, &mut |_| ());
+    let u = &r.usage;
+    assert!(u.cloud_requests >= 3, "{u:?}");
+    // Every request after the first re-sends the one before it: cached, but not all of it.
+    assert!(
+        u.cloud_cached_prompt_tokens > 0 && u.cloud_cached_prompt_tokens < u.cloud_prompt_tokens,
+        "{u:?}"
+    );
+    let fresh = u.cloud_prompt_tokens - u.cloud_cached_prompt_tokens;
+    let expected = (fresh as f64 * 1_000.0 + u.cloud_cached_prompt_tokens as f64 * 100.0) / 1e6;
+    assert!(
+        (u.est_cost_usd - expected).abs() < 1e-9,
+        "{u:?}, expected ${expected}"
+    );
+    let uncached = u.cloud_prompt_tokens as f64 * 1_000.0 / 1e6;
+    assert!(u.est_cost_usd < 0.5 * uncached, "{u:?}");
 }
 
 /// While a request is away the edge drafts its own continuation; under greedy decoding the

@@ -150,6 +150,7 @@ mod tests {
             cloud_share: share,
             cloud_requests: 0,
             cloud_prompt_tokens: 0,
+            cloud_cached_prompt_tokens: 0,
             cloud_completion_tokens: 0,
             seconds: 1.0,
             edge_tokens: 0,

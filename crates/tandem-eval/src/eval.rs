@@ -161,6 +161,9 @@ pub struct RunResult {
     pub cloud_requests: u64,
     /// Prompt tokens the cloud billed.
     pub cloud_prompt_tokens: u64,
+    /// Of those, the ones the cloud read from its prompt cache (billed at the cached price).
+    #[serde(default)]
+    pub cloud_cached_prompt_tokens: u64,
     /// Completion tokens the cloud billed.
     pub cloud_completion_tokens: u64,
     /// Wall time of this run's replies.
@@ -379,6 +382,7 @@ pub fn evaluate(
                 cloud_share: 0.0,
                 cloud_requests: 0,
                 cloud_prompt_tokens: 0,
+                cloud_cached_prompt_tokens: 0,
                 cloud_completion_tokens: 0,
                 seconds: 0.0,
                 edge_tokens: 0,
@@ -450,6 +454,7 @@ pub fn evaluate(
             r.cloud_tokens += u64::from(usage.cloud_tokens);
             r.cloud_requests += u64::from(usage.cloud_requests);
             r.cloud_prompt_tokens += usage.cloud_prompt_tokens;
+            r.cloud_cached_prompt_tokens += usage.cloud_cached_prompt_tokens;
             r.cloud_completion_tokens += usage.cloud_completion_tokens;
             r.cloud_failures += failures;
             let outcome = if row.is_graded() {
@@ -480,7 +485,13 @@ pub fn evaluate(
 /// Fills in each run's accuracy, share and cost, and its paired differences to the baselines
 /// and the default router.
 fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
-    let cost = |r: &RunResult| prices.cost(r.cloud_prompt_tokens, r.cloud_completion_tokens);
+    let cost = |r: &RunResult| {
+        prices.cost(
+            r.cloud_prompt_tokens,
+            r.cloud_cached_prompt_tokens,
+            r.cloud_completion_tokens,
+        )
+    };
     let cloud_only_cost = runs
         .iter()
         .find(|run| run.result.router == RouterKind::CloudOnly.name())

@@ -14,4 +14,5 @@ pub mod labels;
 pub mod quality;
 pub mod stats;
 pub mod task;
+#[cfg(feature = "train")]
 pub mod train;

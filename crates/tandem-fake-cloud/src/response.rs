@@ -46,6 +46,8 @@ pub(crate) struct Answer<'a> {
     pub tokens: Vec<ScriptToken>,
     /// Prompt size reported in `usage`.
     pub prompt_tokens: usize,
+    /// Of those, how many `usage` says came from a prompt cache (`None`: not reported).
+    pub cached_prompt_tokens: Option<usize>,
     /// Whether to include logprobs.
     pub logprobs: bool,
     /// Whether logprobs report [`FOREIGN_ID`] instead of the tokens' ids.
@@ -146,7 +148,11 @@ impl Answer<'_> {
     }
 
     fn usage(&self) -> Usage {
-        Usage::new(self.prompt_tokens as u64, self.tokens.len() as u64)
+        let usage = Usage::new(self.prompt_tokens as u64, self.tokens.len() as u64);
+        match self.cached_prompt_tokens {
+            Some(cached) => usage.with_cached(cached as u64),
+            None => usage,
+        }
     }
 }
 

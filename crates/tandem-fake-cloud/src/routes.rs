@@ -112,6 +112,7 @@ async fn complete(
             distortion.tokens.unwrap_or(request.max_tokens),
         ),
         prompt_tokens: request.prompt_tokens,
+        cached_prompt_tokens: shared.cached_prompt(request.prompt_tokens),
         logprobs: request.logprobs,
         foreign_ids: distortion.foreign_ids,
     };

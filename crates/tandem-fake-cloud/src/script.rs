@@ -19,6 +19,9 @@ pub struct Script {
     pub api_key: Option<String>,
     /// Whether chat requests that ask to continue the reply so far are continued.
     pub chat: ChatContinuation,
+    /// Whether `usage` reports prompt tokens read from a prompt cache, as hosted APIs do
+    /// (`prompt_tokens_details.cached_tokens`): those the previous request's prompt also had.
+    pub caches_prompts: bool,
 }
 
 /// One scripted token.
@@ -46,6 +49,7 @@ impl Script {
             model: "fake-cloud".to_owned(),
             api_key: None,
             chat: ChatContinuation::Honours,
+            caches_prompts: false,
         }
     }
 
@@ -76,6 +80,14 @@ impl Script {
     /// they ask to continue were not there (as OpenAI's chat API does).
     pub fn ignoring_continuation(mut self) -> Script {
         self.chat = ChatContinuation::Ignores;
+        self
+    }
+
+    /// `usage` reports the prompt tokens a provider's prompt cache would have held: as many
+    /// as the previous request's prompt had (a routed reply's prompts grow by what was
+    /// written since).
+    pub fn caching_prompts(mut self) -> Script {
+        self.caches_prompts = true;
         self
     }
 

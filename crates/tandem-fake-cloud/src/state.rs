@@ -33,6 +33,8 @@ pub(crate) struct Shared {
 struct Log {
     faults: VecDeque<Fault>,
     recorded: Vec<RecordedRequest>,
+    /// The prompt size of the last answered request, for a script that caches prompts.
+    last_prompt: usize,
 }
 
 impl Shared {
@@ -53,6 +55,18 @@ impl Shared {
         let mut log = self.log();
         log.recorded.push(request);
         (log.recorded.len(), log.faults.pop_front())
+    }
+
+    /// The prompt tokens of an answer's `usage` that a prompt cache held (`None` unless the
+    /// script caches prompts), and this prompt remembered for the next request.
+    pub fn cached_prompt(&self, prompt_tokens: usize) -> Option<usize> {
+        if !self.script.caches_prompts {
+            return None;
+        }
+        let mut log = self.log();
+        let cached = log.last_prompt.min(prompt_tokens);
+        log.last_prompt = prompt_tokens;
+        Some(cached)
     }
 
     pub fn recorded(&self) -> Vec<RecordedRequest> {

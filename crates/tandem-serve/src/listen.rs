@@ -2,9 +2,10 @@
 //! client meets: at most [`MAX_CONNECTIONS`] connections are open at once (past it new
 //! ones wait in the system's backlog until one closes), and a connection must send a
 //! request's headers within [`HEADER_TIMEOUT`] of opening or of its last answer (so a
-//! connection kept alive and idle that long is closed too, as a client's pool expects).
-//! Without these, connections that never finish their headers stay open for ever and
-//! each holds a file descriptor and a task. A shutdown stops accepting and lets requests
+//! connection kept alive and idle that long is closed too, as a client's pool expects), and
+//! its body may not stop arriving for longer than [`BODY_TIMEOUT`]. Without these,
+//! connections that never finish their headers or their body stay open for ever and each
+//! holds a file descriptor and a task; 32 of them would shut everyone else out. A shutdown stops accepting and lets requests
 //! in flight finish.
 
 use axum::Router;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 /// Connections open at once. The model runs one request at a time and queues
 /// [`crate::MAX_WAITING`] more, so a handful of clients use few; this leaves room for many
@@ -25,6 +27,10 @@ pub const MAX_CONNECTIONS: usize = 32;
 /// How long a connection may take to send a request's headers.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a request's body may stop arriving before the request is refused (400) and
+/// its connection closed.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long a shutdown waits for requests in flight.
 const DRAIN: Duration = Duration::from_secs(5);
 
@@ -33,11 +39,13 @@ const DRAIN: Duration = Duration::from_secs(5);
 struct Limits {
     connections: usize,
     header_timeout: Duration,
+    body_timeout: Duration,
 }
 
 const LIMITS: Limits = Limits {
     connections: MAX_CONNECTIONS,
     header_timeout: HEADER_TIMEOUT,
+    body_timeout: BODY_TIMEOUT,
 };
 
 /// Serves `router` on `listener` until `shutdown` completes.
@@ -55,6 +63,7 @@ async fn serve_within(
     shutdown: impl Future<Output = ()>,
     limits: Limits,
 ) -> std::io::Result<()> {
+    let router = router.layer(RequestBodyTimeoutLayer::new(limits.body_timeout));
     let open = Arc::new(Semaphore::new(limits.connections));
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -93,7 +102,8 @@ async fn serve_within(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::routing::get;
+    use axum::body::Bytes;
+    use axum::routing::{get, post};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
@@ -127,6 +137,7 @@ mod tests {
         let limits = Limits {
             connections: 4,
             header_timeout: Duration::from_millis(300),
+            body_timeout: BODY_TIMEOUT,
         };
         let addr = serving(Router::new().route("/", get(|| async { "ok" })), limits).await;
         let started = std::time::Instant::now();
@@ -144,10 +155,45 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_body_that_stops_arriving_is_refused_and_its_connection_closed() {
+        let limits = Limits {
+            connections: 4,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_millis(300),
+        };
+        let echo = post(|body: Bytes| async move { format!("read {} bytes", body.len()) });
+        let addr = serving(Router::new().route("/", echo), limits).await;
+        let started = std::time::Instant::now();
+        // Headers promise 100 bytes; 10 come, then nothing (the client keeps its end open).
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(
+                b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n0123456789",
+            )
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+            .await
+            .expect("a stalled body holds its connection open")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(started.elapsed() >= limits.body_timeout);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        // A whole body is still read.
+        let whole = exchange(
+            addr,
+            b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 4\r\n\r\nabcd",
+        );
+        assert!(whole.await.contains("read 4 bytes"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_more_connections_than_the_cap_are_served_at_once() {
         let limits = Limits {
             connections: 4,
             header_timeout: Duration::from_secs(10),
+            body_timeout: BODY_TIMEOUT,
         };
         let (release, released) = tokio::sync::watch::channel(false);
         let served = Arc::new(AtomicUsize::new(0));

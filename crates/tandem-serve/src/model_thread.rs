@@ -171,10 +171,30 @@ enum ThreadRequest {
     },
 }
 
+/// One place in the model thread's queue, held by the job it queued and given back however
+/// that job ends: answered, never sent (the thread gone), or the thread panicking on it. A
+/// place lost would shrink the queue for good, until every request is refused as busy.
+struct Place(Arc<AtomicUsize>);
+
+impl Place {
+    /// A place, unless [`crate::MAX_WAITING`] jobs already wait behind the running one.
+    fn take(pending: &Arc<AtomicUsize>) -> Option<Place> {
+        let ahead = pending.fetch_add(1, Ordering::SeqCst);
+        let place = Place(pending.clone());
+        (ahead <= crate::MAX_WAITING).then_some(place)
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A cheap, cloneable way to reach the model thread.
 #[derive(Clone)]
 pub struct ModelThread {
-    sender: mpsc::Sender<ThreadRequest>,
+    sender: mpsc::Sender<(Place, ThreadRequest)>,
     /// Jobs (completions and tokenizations) queued or running.
     pending: Arc<AtomicUsize>,
     pub(crate) counters: Arc<Counters>,
@@ -190,7 +210,6 @@ impl ModelThread {
         let counters = Arc::new(Counters::default());
         let thread_counters = counters.clone();
         let pending = Arc::new(AtomicUsize::new(0));
-        let thread_pending = pending.clone();
         let model_name = options.model_name.clone();
         let deadline = options.deadline;
         std::thread::Builder::new()
@@ -205,7 +224,8 @@ impl ModelThread {
                     Err(e) => return ready_tx.send(Err(e)).unwrap_or(()),
                 };
                 let _ = ready_tx.send(Ok(()));
-                for message in receiver {
+                // The place is given back at the end of each turn, or as the thread unwinds.
+                for (_place, message) in receiver {
                     match message {
                         ThreadRequest::Tokenize {
                             text,
@@ -213,7 +233,6 @@ impl ModelThread {
                             reply,
                         } => {
                             let _ = reply.send(edge.tokenize(&text, add_special));
-                            thread_pending.fetch_sub(1, Ordering::SeqCst);
                         }
                         ThreadRequest::Complete(job, deadline) => {
                             if !options.prefix_reuse {
@@ -221,7 +240,6 @@ impl ModelThread {
                             }
                             let limit = (options.deadline, deadline);
                             run_job(&weights, &mut edge, job, limit, &thread_counters);
-                            thread_pending.fetch_sub(1, Ordering::SeqCst);
                         }
                     }
                 }
@@ -256,13 +274,9 @@ impl ModelThread {
 
     /// Sends a job to the model thread, unless [`crate::MAX_WAITING`] already wait.
     fn queue(&self, request: ThreadRequest) -> Result<(), Refused> {
-        let ahead = self.pending.fetch_add(1, Ordering::SeqCst);
-        if ahead > crate::MAX_WAITING {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-            return Err(Refused::Busy);
-        }
+        let place = Place::take(&self.pending).ok_or(Refused::Busy)?;
         self.sender
-            .send(request)
+            .send((place, request))
             .map_err(|_| Refused::Stopped(Stopped))
     }
 }
@@ -389,4 +403,36 @@ fn run_job(
         prompt_ms,
         predicted_ms: predicting.elapsed().as_secs_f64() * 1e3,
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// However a queued job ends, its place comes back: the queue is as long after a send
+    /// to a stopped thread and after a panic as it was before.
+    #[test]
+    fn a_place_comes_back_however_its_job_ends() {
+        let pending = Arc::new(AtomicUsize::new(0));
+        let full: Vec<Place> = (0..=crate::MAX_WAITING)
+            .map(|_| Place::take(&pending).expect("room"))
+            .collect();
+        assert!(Place::take(&pending).is_none(), "one past the queue");
+        drop(full);
+        assert_eq!(pending.load(Ordering::SeqCst), 0);
+
+        let (sender, receiver) = mpsc::channel::<Place>();
+        drop(receiver);
+        assert!(sender.send(Place::take(&pending).unwrap()).is_err());
+        assert_eq!(pending.load(Ordering::SeqCst), 0, "never sent");
+
+        let place = Place::take(&pending).unwrap();
+        let crashed = std::thread::spawn(move || {
+            let _place = place;
+            panic!("a job that panics");
+        })
+        .join();
+        assert!(crashed.is_err());
+        assert_eq!(pending.load(Ordering::SeqCst), 0, "the thread panicked");
+    }
 }

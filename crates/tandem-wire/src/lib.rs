@@ -39,7 +39,7 @@ pub use request::{
 };
 pub use response::{
     Candidate, Choice, Completion, ErrorBody, ErrorCode, ErrorDetail, Health, Logprobs, ModelCard,
-    ModelList, ReplyMessage, Timings, TokenLogprob, TokenizeResponse, Usage,
+    ModelList, PromptTokensDetails, ReplyMessage, Timings, TokenLogprob, TokenizeResponse, Usage,
 };
 
 /// A token id in the served model's vocabulary.

@@ -158,6 +158,21 @@ pub struct Usage {
     /// Both together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
+    /// What the prompt's tokens were: OpenAI's (and most hosts') count of those read from
+    /// the provider's prompt cache, which are billed lower.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// DeepSeek's name for the same count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_hit_tokens: Option<u64>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptTokensDetails {
+    /// Prompt tokens read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -167,7 +182,26 @@ impl Usage {
             prompt_tokens: Some(prompt),
             completion_tokens: Some(completion),
             total_tokens: Some(prompt + completion),
+            prompt_tokens_details: None,
+            prompt_cache_hit_tokens: None,
         }
+    }
+
+    /// The same usage with `cached` of the prompt tokens read from a prompt cache.
+    pub fn with_cached(self, cached: u64) -> Usage {
+        Usage {
+            prompt_tokens_details: Some(PromptTokensDetails {
+                cached_tokens: Some(cached),
+            }),
+            ..self
+        }
+    }
+
+    /// Prompt tokens the server says came from its prompt cache, under either name.
+    pub fn cached_prompt_tokens(&self) -> Option<u64> {
+        self.prompt_tokens_details
+            .and_then(|details| details.cached_tokens)
+            .or(self.prompt_cache_hit_tokens)
     }
 }
 
@@ -386,5 +420,27 @@ mod tests {
         let vllm: ErrorBody =
             serde_json::from_str(r#"{"error":{"message":"no","type":null,"code":400}}"#).unwrap();
         assert_eq!(vllm.error.code, Some(ErrorCode::Number(400)));
+    }
+
+    /// OpenAI and most hosts name cached prompt tokens in `prompt_tokens_details`, DeepSeek at
+    /// the top of `usage`; details a host adds beside them (audio tokens) are ignored.
+    #[test]
+    fn cached_prompt_tokens_are_read_under_either_name() {
+        let usage = |json: &str| serde_json::from_str::<Usage>(json).unwrap();
+        let openai = usage(
+            r#"{"prompt_tokens":2006,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0}}"#,
+        );
+        assert_eq!(openai.cached_prompt_tokens(), Some(1920));
+        let deepseek = usage(
+            r#"{"prompt_tokens":90,"prompt_cache_hit_tokens":64,"prompt_cache_miss_tokens":26}"#,
+        );
+        assert_eq!(deepseek.cached_prompt_tokens(), Some(64));
+        let plain = usage(r#"{"prompt_tokens":9,"prompt_tokens_details":null}"#);
+        assert_eq!(plain.cached_prompt_tokens(), None);
+        let written = serde_json::to_value(Usage::new(10, 2).with_cached(8)).unwrap();
+        assert_eq!(
+            written["prompt_tokens_details"],
+            json!({"cached_tokens": 8})
+        );
     }
 }

@@ -73,6 +73,8 @@ export type Usage = {
   cloud_tokens: number;
   cloud_requests: number;
   cloud_prompt_tokens: number;
+  /** Of the prompt tokens, those the cloud read from its prompt cache (billed at the cached price). */
+  cloud_cached_prompt_tokens: number;
   cloud_completion_tokens: number;
   est_cost_usd: number;
   /** The cloud share the budget allowed when the reply ended (0: cloud off); absent in replies saved before it was recorded. */
@@ -165,7 +167,12 @@ export type ExportFormat = "markdown" | "json";
 
 // ---- Budget, spend, status ---------------------------------------------------------------
 
-export type Prices = { input_per_mtok: number; output_per_mtok: number };
+export type Prices = {
+  input_per_mtok: number;
+  output_per_mtok: number;
+  /** Prompt tokens the cloud read from its prompt cache; absent: the input price. */
+  cached_input_per_mtok?: number | null;
+};
 export type CloudBudget = {
   enabled: boolean;
   /** Fraction of a reply's tokens the cloud may supply, in [0, 1]. */

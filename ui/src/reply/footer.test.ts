@@ -7,7 +7,7 @@ function finished(over: Partial<FinishedEvent["usage"]> = {}, total_ms = 5309, r
   return {
     type: "finished",
     reason,
-    usage: { edge_tokens: 83, cloud_tokens: 37, cloud_requests: 10, cloud_prompt_tokens: 769, cloud_completion_tokens: 40, est_cost_usd: 0, ...over },
+    usage: { edge_tokens: 83, cloud_tokens: 37, cloud_requests: 10, cloud_prompt_tokens: 769, cloud_cached_prompt_tokens: 0, cloud_completion_tokens: 40, est_cost_usd: 0, ...over },
     timings: { prefill_ms: 403, prefill_tokens: 24, cloud_ms: 2686, total_ms },
   };
 }

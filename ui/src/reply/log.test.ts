@@ -9,7 +9,7 @@ const request = (cost_usd: number, ok = true): CloudRequestEvent => ({
 });
 const done: Event = {
   type: "finished", reason: "stop",
-  usage: { edge_tokens: 0, cloud_tokens: 0, cloud_requests: 0, cloud_prompt_tokens: 0, cloud_completion_tokens: 0, est_cost_usd: 0 },
+  usage: { edge_tokens: 0, cloud_tokens: 0, cloud_requests: 0, cloud_prompt_tokens: 0, cloud_cached_prompt_tokens: 0, cloud_completion_tokens: 0, est_cost_usd: 0 },
   timings: { prefill_ms: 0, prefill_tokens: 0, cloud_ms: 0, total_ms: 1 },
 };
 

@@ -5,7 +5,7 @@ import { ReplyView } from "./view";
 
 const finished = (reason: "stop" | "cancelled" = "stop", cloud_requests = 0): Event => ({
   type: "finished", reason,
-  usage: { edge_tokens: 2, cloud_tokens: 1, cloud_requests, cloud_prompt_tokens: 0, cloud_completion_tokens: 0, est_cost_usd: 0.00003 },
+  usage: { edge_tokens: 2, cloud_tokens: 1, cloud_requests, cloud_prompt_tokens: 0, cloud_cached_prompt_tokens: 0, cloud_completion_tokens: 0, est_cost_usd: 0.00003 },
   timings: { prefill_ms: 1, prefill_tokens: 1, cloud_ms: 1, total_ms: 1000 },
 });
 const token = (text: string, source: "edge" | "cloud" = "edge"): Event => ({ type: "token", text, id: 0, source, score: 0.5 });

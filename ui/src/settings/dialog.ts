@@ -87,6 +87,8 @@ export class SettingsDialog {
   private readonly cap = h("input", { id: "spend-cap", type: "number", min: "0", step: "0.01", placeholder: "no cap" });
   private readonly priceIn = h("input", { id: "price-in", type: "number", min: "0", step: "any" });
   private readonly priceOut = h("input", { id: "price-out", type: "number", min: "0", step: "any" });
+  /** Blank: cached prompt tokens cost the input price. */
+  private readonly priceCached = h("input", { id: "price-cached", type: "number", min: "0", step: "any", placeholder: "= input" });
   private readonly evaluation = h("div", { className: "evaluation", id: "evaluation" });
   private readonly newChats = new ChatSettingsForm();
   private presets: CloudPreset[] = [];
@@ -152,7 +154,7 @@ export class SettingsDialog {
         "section",
         { className: "settings-section" },
         h("h3", {}, "Spend"),
-        h("div", { className: "row" }, field("Daily cap ($)", this.cap), field("Input $ / 1M tok", this.priceIn), field("Output $ / 1M tok", this.priceOut)),
+        h("div", { className: "row" }, field("Daily cap ($)", this.cap), field("Input $ / 1M tok", this.priceIn), field("Output $ / 1M tok", this.priceOut), field("Cached input $ / 1M tok", this.priceCached)),
       ),
       h(
         "section",
@@ -206,6 +208,7 @@ export class SettingsDialog {
       this.cap.value = b.daily_spend_cap_usd?.toString() ?? "";
       this.priceIn.value = String(b.prices.input_per_mtok);
       this.priceOut.value = String(b.prices.output_per_mtok);
+      this.priceCached.value = b.prices.cached_input_per_mtok?.toString() ?? "";
     }
     this.testResult.replaceChildren();
     this.testResult.className = "test-result";
@@ -322,7 +325,7 @@ export class SettingsDialog {
       router: { kind: this.router.value as RouterKind },
       chat: this.newChats.read(),
     };
-    const numbers = [settings.chat.temperature, settings.chat.top_p, settings.chat.max_tokens, settings.threads, optionalNumber(this.cap), optionalNumber(this.priceIn), optionalNumber(this.priceOut)];
+    const numbers = [settings.chat.temperature, settings.chat.top_p, settings.chat.max_tokens, settings.threads, optionalNumber(this.cap), optionalNumber(this.priceIn), optionalNumber(this.priceOut), optionalNumber(this.priceCached)];
     if (numbers.some((n) => n !== null && !Number.isFinite(n))) {
       showError({ kind: "invalid_input", message: "a number field holds something that is not a number" }, "settings");
       return;
@@ -336,7 +339,11 @@ export class SettingsDialog {
       const next: CloudBudget = {
         ...current,
         daily_spend_cap_usd: optionalNumber(this.cap),
-        prices: { input_per_mtok: optionalNumber(this.priceIn) ?? 0, output_per_mtok: optionalNumber(this.priceOut) ?? 0 },
+        prices: {
+          input_per_mtok: optionalNumber(this.priceIn) ?? 0,
+          output_per_mtok: optionalNumber(this.priceOut) ?? 0,
+          cached_input_per_mtok: optionalNumber(this.priceCached),
+        },
       };
       budget = (await attempt(() => ipc.budgetSet(next), "budget")) ?? null;
       if (!budget) return;

@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tandem_wire::{
     ChatMessage, ChatRequest, Choice, Completion, CompletionRequest, Endpoint, ErrorBody,
-    Generation, LogprobsRequest, ModelList, Prompt, TokenizeRequest, TokenizeResponse,
+    Generation, LogprobsRequest, ModelList, Prompt, TokenizeRequest, TokenizeResponse, Usage,
 };
 
 /// The largest answer read from the cloud: a span of a few tokens with logprobs is a few KiB.
@@ -562,6 +562,7 @@ fn read_reply(body: &str, max_tokens: usize, as_ids: bool) -> Result<CloudReply,
         text,
         stopped: choice.finish_reason.as_deref() == Some("stop"),
         prompt_tokens: usage.as_ref().and_then(|u| u.prompt_tokens),
+        cached_prompt_tokens: usage.as_ref().and_then(Usage::cached_prompt_tokens),
         completion_tokens: usage.as_ref().and_then(|u| u.completion_tokens),
     })
 }

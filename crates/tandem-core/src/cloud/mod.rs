@@ -52,6 +52,8 @@ pub struct CloudReply {
     pub stopped: bool,
     /// Prompt tokens billed, as the server reported them.
     pub prompt_tokens: Option<u64>,
+    /// Of those, the ones the server says it read from its prompt cache (billed lower).
+    pub cached_prompt_tokens: Option<u64>,
     /// Completion tokens billed, as the server reported them.
     pub completion_tokens: Option<u64>,
 }

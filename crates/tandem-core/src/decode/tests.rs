@@ -158,6 +158,7 @@ impl Cloud for ScriptedCloud {
             text: String::new(),
             stopped: false,
             prompt_tokens: Some(request.ids.len() as u64),
+            cached_prompt_tokens: None,
             completion_tokens: Some(ids.len() as u64),
         })
     }

@@ -20,9 +20,11 @@ use flate2::write::GzEncoder;
 use serde_json::{Map, Value};
 use std::io::{Read, Write};
 
-/// The largest conversation read back from a file (what a damaged or hostile file may
-/// unpack to): far beyond any chat, short of what would exhaust memory.
-const MAX_UNPACKED: u64 = 1 << 30;
+/// The largest conversation read back from a file, as JSON and as its requests' rebuilt texts
+/// (what a damaged or hostile file may unpack to; a small file of requests that each repeat
+/// the one before twice would double with every request): far beyond any chat, short of
+/// what would exhaust memory once parsed.
+const MAX_UNPACKED: usize = 256 << 20;
 
 /// A request's text begins with this many bytes of the previous request's ...
 const KEPT: &str = "sent_from";
@@ -138,7 +140,7 @@ pub(super) fn from_file(bytes: &[u8]) -> Result<Conversation, String> {
     let json = if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         GzDecoder::new(bytes)
-            .take(MAX_UNPACKED)
+            .take(MAX_UNPACKED as u64)
             .read_to_end(&mut out)
             .map_err(|e| format!("not a whole compressed conversation: {e}"))?;
         unpacked = out;
@@ -149,11 +151,19 @@ pub(super) fn from_file(bytes: &[u8]) -> Result<Conversation, String> {
     let mut value: Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
     columns::unpack(&mut value)?;
     let mut previous = String::new();
+    let mut rebuilt = 0usize;
     for_each_request(&mut value, |request| {
         let reuse = Reuse::read(request, &previous)?;
         let Some(Value::String(sent)) = request.get_mut("sent") else {
             return Ok(());
         };
+        rebuilt = rebuilt.saturating_add(reuse.len() + sent.len());
+        if rebuilt > MAX_UNPACKED {
+            return Err(format!(
+                "its requests' texts come to more than {} MiB",
+                MAX_UNPACKED >> 20
+            ));
+        }
         let whole = reuse.text(&previous, sent);
         sent.clone_from(&whole);
         previous = whole;
@@ -293,6 +303,35 @@ mod tests {
         let broken = text.replacen(r#""sent_from":"#, r#""sent_from":99999"#, 1);
         let err = from_file(broken.as_bytes()).unwrap_err();
         assert!(err.contains("sent_from"), "{err}");
+    }
+
+    /// A file of a few KB whose requests each repeat the one before twice would rebuild to
+    /// 2^40 KB: it is refused as damaged once it passes the limit, not read until memory runs out.
+    #[test]
+    fn requests_that_double_the_one_before_stop_at_the_limit() {
+        let mut c = Conversation::new("c-1".into(), 0);
+        c.push_user("hi");
+        c.push_reply(ReplyMode::Routed, vec![request(&"x".repeat(1024))]);
+        let mut value: Value = serde_json::from_str(&unpacked(&to_file(&c))).unwrap();
+        let events = value["messages"][1]["events"].as_array_mut().unwrap();
+        let first = events
+            .iter()
+            .position(|e| e["type"] == "cloud_request")
+            .unwrap();
+        let mut len = 1024u64;
+        for i in 0..40 {
+            let mut doubled = events[first].clone();
+            doubled["sent"] = "".into();
+            doubled[KEPT] = len.into();
+            doubled[RUN_AT] = 0.into();
+            doubled[RUN_LEN] = len.into();
+            events.insert(first + 1 + i, doubled);
+            len *= 2;
+        }
+        let file = serde_json::to_vec(&value).unwrap();
+        assert!(file.len() < 16_000, "{} bytes", file.len());
+        let err = from_file(&file).unwrap_err();
+        assert!(err.contains("MiB"), "{err}");
     }
 
     #[test]

@@ -198,6 +198,7 @@ fn cases() -> Vec<Case> {
                 c.budget.prices = Prices {
                     input_per_mtok: 0.0,
                     output_per_mtok: 1_000.0,
+                    cached_input_per_mtok: None,
                 };
                 c.budget.daily_spend_cap_usd = Some(0.005); // five cloud tokens
             },

@@ -265,6 +265,7 @@ export function installMockBackend(): void {
             cloud_tokens: tokens.filter((t) => t.source === "cloud").length,
             cloud_requests: sent.filter((e) => e.type === "cloud_request").length,
             cloud_prompt_tokens: 0,
+            cloud_cached_prompt_tokens: 0,
             cloud_completion_tokens: 0,
             est_cost_usd: 0,
           },
