@@ -342,7 +342,8 @@ export class SettingsDialog {
         prices: {
           input_per_mtok: optionalNumber(this.priceIn) ?? 0,
           output_per_mtok: optionalNumber(this.priceOut) ?? 0,
-          cached_input_per_mtok: optionalNumber(this.priceCached),
+          // Blank leaves it unset (the input price), as the backend writes it.
+          ...(optionalNumber(this.priceCached) === null ? {} : { cached_input_per_mtok: optionalNumber(this.priceCached) }),
         },
       };
       budget = (await attempt(() => ipc.budgetSet(next), "budget")) ?? null;
