@@ -15,6 +15,22 @@ fn smollm2() -> Option<PathBuf> {
     tandem_test_peers::model(tandem_test_peers::SMOLLM2)
 }
 
+/// A fresh home whose settings have the local stand-in serve `model` (the default is
+/// Qwen2.5-Coder-1.5B), on one thread.
+fn home_serving(model: &std::path::Path) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        format!(
+            "threads = 1\n[serve]\nmodel = {:?}\n",
+            model.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    home
+}
+
 /// `tandem generate --json` with one thread against `fake`, plus `flags`.
 fn generate(
     home: &std::path::Path,
@@ -531,17 +547,7 @@ fn chat_keeps_the_conversation_and_budget_off_applies_to_the_next_turn() {
 #[test]
 fn with_no_cloud_configured_the_local_stand_in_serves_and_none_means_local_only() {
     let Some(model) = smollm2() else { return };
-    let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join("config")).unwrap();
-    // The stand-in serves SmolLM2 here (the default is Qwen2.5-Coder-1.5B).
-    std::fs::write(
-        home.path().join("config/config.toml"),
-        format!(
-            "threads = 1\n[serve]\nmodel = {:?}\n",
-            model.to_str().unwrap()
-        ),
-    )
-    .unwrap();
+    let home = home_serving(&model);
     let run = |cloud: Option<&str>| {
         let mut command = tandem(home.path());
         command
@@ -1315,16 +1321,7 @@ fn the_stand_in_answers_only_the_process_that_started_it() {
 fn the_stand_in_stops_when_the_front_end_that_started_it_is_killed() {
     use std::io::{BufRead, BufReader};
     let Some(model) = smollm2() else { return };
-    let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join("config")).unwrap();
-    std::fs::write(
-        home.path().join("config/config.toml"),
-        format!(
-            "threads = 1\n[serve]\nmodel = {:?}\n",
-            model.to_str().unwrap()
-        ),
-    )
-    .unwrap();
+    let home = home_serving(&model);
     let mut chat = tandem(home.path())
         .args(["chat", "--edge"])
         .arg(&model)
@@ -1361,16 +1358,7 @@ fn the_stand_in_stops_when_the_front_end_that_started_it_is_killed() {
 #[test]
 fn a_stand_in_that_cannot_be_run_leaves_replies_local_and_says_why() {
     let Some(model) = smollm2() else { return };
-    let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join("config")).unwrap();
-    std::fs::write(
-        home.path().join("config/config.toml"),
-        format!(
-            "threads = 1\n[serve]\nmodel = {:?}\n",
-            model.to_str().unwrap()
-        ),
-    )
-    .unwrap();
+    let home = home_serving(&model);
     let output = tandem(home.path())
         .env(
             tandem_core::startup::PROGRAM_VAR,

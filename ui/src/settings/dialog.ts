@@ -336,6 +336,7 @@ export class SettingsDialog {
     let budget: CloudBudget | null = null;
     const current = this.deps.status()?.budget;
     if (current) {
+      const cached = optionalNumber(this.priceCached);
       const next: CloudBudget = {
         ...current,
         daily_spend_cap_usd: optionalNumber(this.cap),
@@ -343,7 +344,7 @@ export class SettingsDialog {
           input_per_mtok: optionalNumber(this.priceIn) ?? 0,
           output_per_mtok: optionalNumber(this.priceOut) ?? 0,
           // Blank leaves it unset (the input price), as the backend writes it.
-          ...(optionalNumber(this.priceCached) === null ? {} : { cached_input_per_mtok: optionalNumber(this.priceCached) }),
+          ...(cached === null ? {} : { cached_input_per_mtok: cached }),
         },
       };
       budget = (await attempt(() => ipc.budgetSet(next), "budget")) ?? null;
