@@ -98,6 +98,7 @@ fn events() -> Vec<Event> {
                 cloud_completion_tokens: 4,
                 est_cost_usd: 0.00002,
                 target_share: Some(0.15),
+                session_share: Some(0.15),
             },
             timings: Timings {
                 prefill_ms: 40,

@@ -9,12 +9,15 @@
 //! 3. Cloud requests per cloud token with spans of 4 against spans of 1.
 //! 4. Prompt tokens `tandem serve` decodes per request with prefix reuse against without.
 //! 5. Routed replies against edge-only ones with the cloud a round trip away
-//!    ([`network`]), waiting for each request and drafting while it is in flight.
+//!    ([`network`]), waiting for each request and drafting while it is in flight, the
+//!    stand-in computing each answer and the same answers replayed at a fast server's
+//!    time ([`replay`]).
 
 mod delay_proxy;
 mod history;
 mod llama_server;
 mod network;
+mod replay;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -63,6 +66,10 @@ struct Args {
     /// Round-trip times for the network comparison, in milliseconds.
     #[arg(long, value_delimiter = ',', default_value = "0,50,150,300")]
     rtts: Vec<u64>,
+    /// Server times at which the stand-in's recorded answers are replayed in the network
+    /// comparison (a GPU server or a hosted API), in milliseconds.
+    #[arg(long, value_delimiter = ',', default_value = "100")]
+    server_times: Vec<u64>,
     /// `chat:dev` prompts per round-trip time.
     #[arg(long, default_value_t = 8)]
     network_prompts: usize,
@@ -101,6 +108,7 @@ fn main() -> Result<()> {
             edge: &args.edge,
             cloud: running.addr,
             rtts: &args.rtts,
+            server_times: &args.server_times,
             prompts: args.network_prompts,
             max_tokens: args.network_tokens,
         })?);

@@ -6,8 +6,14 @@
 //! prompt of `chat:dev` (every `k`-th row), interleaved: edge-only, routed waiting for each
 //! request (drafting off), and routed with the edge drafting while it waits (the default).
 //! Ratios are medians of per-prompt ratios, so a noisy machine moves both sides alike.
+//!
+//! The cloud's own time is measured two ways: the stand-in computing every answer on this
+//! machine's CPU, and the same answers replayed after a fixed server time ([`Replay`]), as a
+//! GPU server or a hosted API would give them; the replayed rows come after the stand-in's,
+//! which recorded every request they send.
 
 use crate::delay_proxy::{DelayProxy, Distance};
+use crate::replay::Replay;
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,6 +36,9 @@ pub struct Setup<'a> {
     pub cloud: std::net::SocketAddr,
     /// Round-trip times to measure at, in milliseconds.
     pub rtts: &'a [u64],
+    /// Server times to replay the stand-in's answers at, in milliseconds (after the rows
+    /// with the stand-in computing them).
+    pub server_times: &'a [u64],
     /// Prompts per round-trip time.
     pub prompts: usize,
     /// Tokens per reply at most.
@@ -63,36 +72,65 @@ pub fn run(setup: &Setup<'_>) -> Result<String> {
         cache: home.join("cache"),
     };
     let questions = questions(setup.prompts, &paths.cache)?;
+    let replay = Replay::start(setup.cloud)?;
     let mut out = String::from(
-        "| RTT (± 10% jitter) | routed ÷ edge-only wall time, waiting | same, drafting (default) | first token: edge-only → waiting → drafting | requests per reply | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting | drafting's reply identical to waiting's | connections opened |\n|---|---|---|---|---|---|---|---|---|\n"
+        "| cloud's own time | RTT (± 10% jitter) | routed ÷ edge-only wall time, waiting | same, drafting (default) | first token: edge-only → waiting → drafting | requests per reply | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting | drafting's reply identical to waiting's | connections opened |\n|---|---|---|---|---|---|---|---|---|---|\n"
     );
-    for &rtt in setup.rtts {
-        let distance = Distance {
-            rtt: Duration::from_millis(rtt),
-            jitter: Duration::from_millis(rtt / 10),
-        };
-        let proxy = DelayProxy::start(setup.cloud, distance)?;
-        let settings = config(setup, &proxy, true).chat_settings();
-        let open = |overlap| -> Result<Engine> {
-            let settled = Settled::new(config(setup, &proxy, overlap), &paths)?;
-            Ok(Engine::open(&settled, &paths)?)
-        };
-        let waiting = open(false).context("opening the engine")?;
-        let drafting = open(true).context("opening the engine")?;
-        let mut answers = Vec::new();
-        for question in &questions {
-            let ask = |engine, mode| reply(engine, &settings, question, mode);
-            answers.push(Prompted {
-                edge: ask(&drafting, ReplyMode::Edge)?,
-                waiting: ask(&waiting, ReplyMode::Routed)?,
-                drafting: ask(&drafting, ReplyMode::Routed)?,
-            });
+    let servers = std::iter::once(None).chain(setup.server_times.iter().copied().map(Some));
+    for server_ms in servers {
+        replay.set_server_time(server_ms.map(Duration::from_millis));
+        for &rtt in setup.rtts {
+            let (answers, connections) =
+                at_distance(setup, &paths, &questions, replay.address(), rtt)?;
+            let (replayed, missed) = replay.counts();
+            let server = match server_ms {
+                None => "stand-in on this CPU".to_owned(),
+                Some(ms) => {
+                    format!("{ms} ms (replayed: {replayed} answers, {missed} not recorded)")
+                }
+            };
+            eprintln!(
+                "   {server}, RTT {rtt} ms: {} replies each way",
+                answers.len()
+            );
+            out.push_str(&row(&server, rtt, &answers, connections));
         }
-        eprintln!("   RTT {rtt} ms: {} replies each way", answers.len());
-        out.push_str(&row(rtt, &answers, proxy.connections()));
     }
     let _ = std::fs::remove_dir_all(&home);
     Ok(out)
+}
+
+/// Every question at one round-trip time, edge-only, waiting and drafting; with the
+/// connections the proxy opened.
+fn at_distance(
+    setup: &Setup<'_>,
+    paths: &Paths,
+    questions: &[String],
+    cloud: std::net::SocketAddr,
+    rtt: u64,
+) -> Result<(Vec<Prompted>, u64)> {
+    let distance = Distance {
+        rtt: Duration::from_millis(rtt),
+        jitter: Duration::from_millis(rtt / 10),
+    };
+    let proxy = DelayProxy::start(cloud, distance)?;
+    let settings = config(setup, &proxy, true).chat_settings();
+    let open = |overlap| -> Result<Engine> {
+        let settled = Settled::new(config(setup, &proxy, overlap), paths)?;
+        Ok(Engine::open(&settled, paths)?)
+    };
+    let waiting = open(false).context("opening the engine")?;
+    let drafting = open(true).context("opening the engine")?;
+    let mut answers = Vec::new();
+    for question in questions {
+        let ask = |engine, mode| reply(engine, &settings, question, mode);
+        answers.push(Prompted {
+            edge: ask(&drafting, ReplyMode::Edge)?,
+            waiting: ask(&waiting, ReplyMode::Routed)?,
+            drafting: ask(&drafting, ReplyMode::Routed)?,
+        });
+    }
+    Ok((answers, proxy.connections()))
 }
 
 /// Every `k`-th `chat:dev` question, `count` in all, as the app sends them.
@@ -158,7 +196,7 @@ fn reply(
     })
 }
 
-fn row(rtt: u64, answers: &[Prompted], connections: u64) -> String {
+fn row(server: &str, rtt: u64, answers: &[Prompted], connections: u64) -> String {
     let ratio = |pick: fn(&Prompted) -> &Measured| {
         median(
             answers
@@ -188,7 +226,7 @@ fn row(rtt: u64, answers: &[Prompted], connections: u64) -> String {
         .filter(|a| a.drafting.text == a.waiting.text)
         .count();
     format!(
-        "| {rtt} ms | {:.2}× | {:.2}× | {:.2} → {:.2} → {:.2} s | {:.1} | {:.1} | {:.1} / {:.1} / {:.1} | {identical} of {} | {connections} |\n",
+        "| {server} | {rtt} ms | {:.2}× | {:.2}× | {:.2} → {:.2} → {:.2} s | {:.1} | {:.1} | {:.1} / {:.1} / {:.1} | {identical} of {} | {connections} |\n",
         ratio(|a| &a.waiting),
         ratio(|a| &a.drafting),
         first(|a| &a.edge),

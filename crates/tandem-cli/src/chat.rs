@@ -82,7 +82,7 @@ fn parse_budget(value: &str, current: CloudBudget) -> Result<CloudBudget, String
 
 fn describe(budget: &CloudBudget) -> String {
     if budget.allows_cloud() {
-        format!("up to {} of each reply", budget.max_share)
+        format!("up to {} of the replies' tokens", budget.max_share)
     } else {
         "off (fully local)".into()
     }

@@ -10,7 +10,7 @@ use tandem_core::budget::{Prices, Share};
 use tandem_core::config::Config;
 use tandem_core::paths::Paths;
 use tandem_core::router::{self, Router, RouterKind};
-use tandem_eval::eval::{self, BudgetScope, Metric, Results, RunSpec, Setup, DEFAULT_ROUTER};
+use tandem_eval::eval::{self, Metric, Results, RunSpec, Setup, DEFAULT_ROUTER};
 use tandem_eval::quality::Judge;
 use tandem_eval::task::ChoiceFormat;
 use tandem_eval::{chart, data};
@@ -47,10 +47,6 @@ pub struct Args {
     /// Tokens asked for per cloud request (default: the app's; 1 measures the router alone).
     #[arg(long, default_value_t = Config::default().cloud.span)]
     span: u32,
-    /// How long a budget controller lives: `reply` (what the app does) or `run` (one
-    /// controller across all questions of a run; not what the app does).
-    #[arg(long, default_value = "reply", value_parser = scope)]
-    budget_scope: BudgetScope,
     /// How multiple-choice questions are asked: `letter-first` (the letter is the reply's
     /// first token) or `answer-last` (a sentence of reasoning, then "Answer: <letter>").
     #[arg(long, default_value = "letter-first")]
@@ -126,7 +122,6 @@ pub fn run(args: Args) -> Result<()> {
     }
     let setup = Setup {
         span: args.span.max(1),
-        scope: args.budget_scope,
         format: args.format,
         prices: Prices {
             input_per_mtok: args.price_input,
@@ -164,7 +159,7 @@ pub fn run(args: Args) -> Result<()> {
         data: data_name,
         metric,
         judge: judge.map(|j| j.name),
-        budget_scope: setup.scope,
+        budget_rule: tandem_core::budget::RULE.into(),
         span: setup.span,
         prompt_format: tandem_eval::task::prompt_name(&rows, setup.format),
         prices: setup.prices,
@@ -190,14 +185,27 @@ pub fn run(args: Args) -> Result<()> {
     let reference = |name: &str| results.runs.iter().find(|r| r.router == name);
     // No gap (the cloud is not ahead, or a reference run is missing): a dash, not a ratio.
     let gap = |r: &eval::RunResult| {
-        match (reference("edge-only"), reference("cloud-only")) {
+        match (
+            reference(RouterKind::EdgeOnly.name()),
+            reference(RouterKind::CloudOnly.name()),
+        ) {
             (Some(edge), Some(cloud)) => eval::gap_recovered(r, edge, cloud),
             _ => None,
         }
         .map_or_else(|| "     -".to_owned(), |g| format!("{:>5.0}%", g * 100.0))
     };
+    // Replies routing made wrong where edge-only was right, and the reverse.
+    let flips = |r: &eval::RunResult| {
+        r.versus
+            .iter()
+            .find(|v| v.baseline == RouterKind::EdgeOnly.name())
+            .map_or_else(
+                || "-".to_owned(),
+                |v| format!("{}/{}", v.right_to_wrong, v.wrong_to_right),
+            )
+    };
     println!(
-        "{:<11} {:>6} {:>5} {:>8} {:>15} {:>6} {:>6} {:>8} {:>8} {:>10} {:>6} {:>8}",
+        "{:<11} {:>6} {:>5} {:>8} {:>15} {:>6} {:>6} {:>8} {:>8} {:>10} {:>6} {:>8} {:>12}",
         "router",
         "budget",
         "n",
@@ -212,14 +220,15 @@ pub fn run(args: Args) -> Result<()> {
         "prompt",
         "completion",
         "cost",
-        "seconds"
+        "seconds",
+        "broke/fixed"
     );
     for r in &results.runs {
         let cost = r
             .cost_vs_cloud_only
             .map_or("-".to_owned(), |c| format!("{:.3}", c));
         println!(
-            "{:<11} {:>6.3} {:>5} {:>8} {:>15} {:>5.1}% {} {:>8} {:>8} {:>10} {:>6} {:>8.1}",
+            "{:<11} {:>6.3} {:>5} {:>8} {:>15} {:>5.1}% {} {:>8} {:>8} {:>10} {:>6} {:>8.1} {:>12}",
             r.router,
             r.budget,
             r.n,
@@ -235,7 +244,8 @@ pub fn run(args: Args) -> Result<()> {
             r.cloud_prompt_tokens,
             r.cloud_completion_tokens,
             cost,
-            r.seconds
+            r.seconds,
+            flips(r)
         );
     }
     eprintln!(
@@ -269,13 +279,5 @@ impl std::str::FromStr for RouterChoice {
             DEFAULT_ROUTER => Ok(RouterChoice::Default),
             other => other.parse().map(RouterChoice::Kind),
         }
-    }
-}
-
-fn scope(text: &str) -> Result<BudgetScope, String> {
-    match text {
-        "reply" => Ok(BudgetScope::Reply),
-        "run" => Ok(BudgetScope::Run),
-        other => Err(format!("'{other}' is not a budget scope (reply or run)")),
     }
 }

@@ -3,12 +3,12 @@
 //! with the identity a router file records for it.
 
 use anyhow::{Context, Result};
-use tandem_core::cloud::{CloudClient, CloudConfig, VOCAB_PROBE};
+use tandem_core::cloud::{CloudClient, CloudConfig};
 use tandem_core::config::Config;
 use tandem_core::local::{default_threads, EdgeWeights, LocalModel, LocalOptions};
 use tandem_core::paths::Paths;
 use tandem_core::router::ModelPair;
-use tandem_core::startup::{self, Settled, Started};
+use tandem_core::startup::{self, Started};
 
 /// Flags naming the pair.
 #[derive(clap::Args, Debug, Clone)]
@@ -122,7 +122,7 @@ impl PairArgs {
             edge: self.edge.clone(),
             ..Config::default()
         };
-        let settled = Settled::new(config, &Paths::discover())?;
+        let settled = startup::Settled::new(config, &Paths::discover())?;
         let pair = Pair {
             weights: EdgeWeights::load(&settled.edge_path, &self.edge)?,
             ids: settled.pair(&self.stand_in)?,
@@ -135,7 +135,12 @@ impl PairArgs {
         };
         let cloud = load_model(&self.stand_in)?;
         // The judge's tokens are compared with the edge's by id.
-        let probe = |w: &EdgeWeights| (w.vocab_size(), w.tokenize(VOCAB_PROBE, false));
+        let probe = |w: &EdgeWeights| {
+            (
+                w.vocab_size(),
+                w.tokenize(tandem_core::cloud::VOCAB_PROBE, false),
+            )
+        };
         if probe(&cloud) != probe(&pair.weights) {
             anyhow::bail!(
                 "judged labels compare the two models' tokens by id, and {} does not share {}'s \

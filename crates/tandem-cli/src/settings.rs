@@ -34,7 +34,8 @@ pub struct Overrides {
     /// How the cloud is asked: completions (exact prompt) or chat (messages + reply so far).
     #[arg(long, value_parser = parse_mode)]
     pub cloud_mode: Option<CloudMode>,
-    /// Maximum cloud share of each reply: 0 never calls the cloud, 1 is cloud-only.
+    /// Maximum cloud share of the replies' tokens, counted across replies (a reply may spend
+    /// up to four tokens earlier ones saved): 0 never calls the cloud, 1 is cloud-only.
     #[arg(long, value_parser = share)]
     pub budget: Option<Share>,
     /// Maximum cloud tokens per reply.

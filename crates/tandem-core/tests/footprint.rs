@@ -48,7 +48,8 @@ fn two_hundred_replies_leave_memory_and_file_descriptors_flat() {
         after.1,
         fake.requests()
     );
-    assert!(fake.requests() > 200, "the cloud took part");
+    // At 30% of 4-token replies: about one request every other reply at least.
+    assert!(fake.requests() > 100, "the cloud took part");
     assert!(
         after.1 <= before.1 + 2,
         "file descriptors leak: {before:?} → {after:?}"

@@ -173,7 +173,7 @@ mod tests {
             data: "csqa:dev[0..10]".into(),
             metric,
             judge: None,
-            budget_scope: crate::eval::BudgetScope::Reply,
+            budget_rule: tandem_core::budget::RULE.into(),
             span: 1,
             prompt_format: "letter-text-because/3".into(),
             prices: Default::default(),

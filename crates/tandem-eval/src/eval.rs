@@ -7,10 +7,9 @@
 //! cloud with prefix caching (llama-server, `tandem serve`) re-reads nothing either. The order
 //! of runs rotates per question so that no run pays every prompt's first decode.
 //!
-//! The budget works as in the app by default: a controller per reply, so a 5% budget means at
-//! most 5% of each reply (plus the two tokens a reply may borrow). [`BudgetScope::Run`] keeps
-//! one controller across a run's replies instead, which no user has: one question's edge
-//! tokens then pay for the next question's cloud tokens.
+//! The budget works as in the app: each run is one user's session, a controller per reply
+//! drawing on the run's account ([`tandem_core::budget`]), so a 5% budget means 5% of the
+//! run's tokens, a reply spending what earlier replies saved.
 
 use crate::data::Row;
 use crate::quality::Judge;
@@ -18,26 +17,15 @@ use crate::stats::{self, Interval};
 use crate::task::{self, ChoiceFormat};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
-use tandem_core::budget::{CloudBudget, LiveBudget, Prices, ReplyBudget};
+use tandem_core::budget::{CloudBudget, LiveBudget, Prices};
 use tandem_core::cloud::Cloud;
-use tandem_core::decode::{generate, generate_with, Collaboration, DecodeOptions};
+use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::{EdgeError, EdgeModel};
 use tandem_core::engine::ReplyError;
 use tandem_core::event::{Event, FinishReason};
 use tandem_core::local::{EdgeWeights, LoadError};
 use tandem_core::message::Message;
 use tandem_core::router::{Features, FixedRouter, Router, RouterKind};
-
-/// How long a budget controller lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BudgetScope {
-    /// A controller per reply: what the app and `tandem generate` do.
-    #[default]
-    Reply,
-    /// One controller across all replies of a run: not what the app does.
-    Run,
-}
 
 /// What a run's score is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,7 +82,7 @@ pub struct RunSpec {
     pub router: String,
     /// The router it resolved to, when the name is an alias (`default`).
     pub resolved: Option<String>,
-    /// Maximum cloud share of each reply (or of the run's tokens, per [`BudgetScope`]).
+    /// Maximum cloud share of the run's tokens (the budget of the run's account).
     pub budget: f32,
     /// The router (ignored at budgets 0 and 1).
     pub scorer: Box<dyn Router>,
@@ -185,6 +173,14 @@ pub struct PairedDifference {
     pub difference: f64,
     /// Its 95% paired bootstrap interval: above 0 means this run is better.
     pub interval: Interval,
+    /// Questions the baseline answered right and this run wrong, and the reverse (checked
+    /// answers only; 0 on open prompts). Against edge-only, the first are the replies routing
+    /// broke.
+    #[serde(default)]
+    pub right_to_wrong: u32,
+    /// Questions the baseline answered wrong and this run right.
+    #[serde(default)]
+    pub wrong_to_right: u32,
 }
 
 /// The whole evaluation (`results.json`).
@@ -197,8 +193,9 @@ pub struct Results {
     /// The model that scored the replies, for [`Metric::JudgeLogProb`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<String>,
-    /// How long each budget controller lived.
-    pub budget_scope: BudgetScope,
+    /// The budget rule the runs spent under ([`tandem_core::budget::RULE`]).
+    #[serde(default = "per_reply_rule")]
+    pub budget_rule: String,
     /// Tokens asked for per cloud request.
     pub span: u32,
     /// The multiple-choice prompt format ([`ChoiceFormat::name`]).
@@ -292,6 +289,11 @@ impl Router for Recorder<'_> {
     }
 }
 
+/// The rule of results written before the account: two tokens borrowed per reply.
+fn per_reply_rule() -> String {
+    "per-reply/2".into()
+}
+
 /// What [`evaluate`] measured.
 pub struct Evaluation {
     /// One result per run, in the order of the specs.
@@ -302,7 +304,6 @@ pub struct Evaluation {
 
 struct RunState {
     spec: RunSpec,
-    controller: ReplyBudget,
     live: LiveBudget,
     result: RunResult,
     outcomes: Vec<f64>,
@@ -314,8 +315,6 @@ pub struct Setup {
     /// Tokens asked for per cloud request (1 measures the router alone: every cloud token is
     /// one it chose).
     pub span: u32,
-    /// How long a budget controller lives.
-    pub scope: BudgetScope,
     /// Prices for the cost column.
     pub prices: Prices,
     /// How multiple-choice questions are asked.
@@ -362,7 +361,6 @@ pub fn evaluate(
     let mut runs: Vec<RunState> = specs
         .into_iter()
         .map(|spec| RunState {
-            controller: ReplyBudget::new(spec.scorer.threshold_for_share(spec.budget)),
             live: LiveBudget::new(CloudBudget {
                 prices: setup.prices,
                 ..CloudBudget::share(spec.budget)
@@ -437,16 +435,7 @@ pub fn evaluate(
                 spend: None,
             };
             let started = Instant::now();
-            let usage = match setup.scope {
-                BudgetScope::Reply => generate(collaboration, &prompt, &options, &mut sink)?,
-                BudgetScope::Run => generate_with(
-                    collaboration,
-                    &prompt,
-                    &options,
-                    &mut run.controller,
-                    &mut sink,
-                )?,
-            };
+            let usage = generate(collaboration, &prompt, &options, &mut sink)?;
             let r = &mut run.result;
             r.seconds += started.elapsed().as_secs_f64();
             r.n += 1;
@@ -508,10 +497,22 @@ fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
         };
         runs.iter()
             .filter(|other| other.result.router != run.result.router && is_reference(other))
-            .map(|other| PairedDifference {
-                baseline: other.result.router.clone(),
-                difference: mean(&run.outcomes) - mean(&other.outcomes),
-                interval: stats::paired_difference_interval(&run.outcomes, &other.outcomes),
+            .map(|other| {
+                let flips = |from: f64, to: f64| {
+                    let flipped = |(&ours, &theirs): (&f64, &f64)| theirs == from && ours == to;
+                    run.outcomes
+                        .iter()
+                        .zip(&other.outcomes)
+                        .filter(|p| flipped(*p))
+                        .count() as u32
+                };
+                PairedDifference {
+                    baseline: other.result.router.clone(),
+                    difference: mean(&run.outcomes) - mean(&other.outcomes),
+                    interval: stats::paired_difference_interval(&run.outcomes, &other.outcomes),
+                    right_to_wrong: flips(1.0, 0.0),
+                    wrong_to_right: flips(0.0, 1.0),
+                }
             })
             .collect()
     };

@@ -9,7 +9,7 @@ use tandem_core::message::Message;
 use tandem_core::router::FixedRouter;
 use tandem_core::sampling::{Sampler, SamplingParams};
 use tandem_eval::data::{OpenRow, Row};
-use tandem_eval::eval::{evaluate, BudgetScope, EvalError, RunSpec, Setup};
+use tandem_eval::eval::{evaluate, EvalError, RunSpec, Setup};
 use tandem_eval::quality::Judge;
 use tandem_eval::task::ChoiceFormat;
 use tandem_test_peers::{model, SMOLLM2};
@@ -87,7 +87,6 @@ fn an_open_prompt_without_a_judge_is_refused_by_name() {
     })];
     let setup = Setup {
         span: 1,
-        scope: BudgetScope::Reply,
         prices: Prices::default(),
         format: ChoiceFormat::default(),
     };

@@ -8,7 +8,7 @@ import { icon } from "../shell/icons";
 
 /** What the slider promises, shown on hover and read by screen readers. */
 export const SHARE_MEANING =
-  "At most this share of each reply's tokens is written by the cloud model (a reply may borrow two tokens, so even a short answer's key word can come from the cloud); the router spends it where the local model is least sure.";
+  "This share of your replies' tokens, counted across replies, is the most the cloud model writes; the router spends it where the local model is least sure. A reply may spend up to four tokens that earlier replies left unspent (two to start), so even a short answer's key word can come from the cloud.";
 
 export class BudgetControls {
   readonly element: HTMLElement;

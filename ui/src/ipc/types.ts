@@ -79,6 +79,8 @@ export type Usage = {
   est_cost_usd: number;
   /** The cloud share the budget allowed when the reply ended (0: cloud off); absent in replies saved before it was recorded. */
   target_share?: number | null;
+  /** The cloud share of every reply since the share was last set, this one included (what the target promises); absent with the cloud off and in replies saved before it was recorded. */
+  session_share?: number | null;
 };
 export type Timings = { prefill_ms: number; prefill_tokens: number; cloud_ms: number; total_ms: number };
 

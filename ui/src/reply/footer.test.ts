@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { FinishedEvent } from "../ipc/types";
-import { footerStats } from "./footer";
+import { footerStats, renderFooter } from "./footer";
 import { formatPercent, formatUsd, visibleWhitespace } from "./format";
 
 function finished(over: Partial<FinishedEvent["usage"]> = {}, total_ms = 5309, reason: FinishedEvent["reason"] = "stop"): FinishedEvent {
@@ -19,6 +19,7 @@ describe("footerStats", () => {
       cloudTokens: 37,
       cloudShare: "31 %",
       target: null,
+      session: null,
       requests: 10,
       cost: "$0.0000",
       tokensPerSecond: "22.6", // 120 tokens / 5.309 s
@@ -42,6 +43,13 @@ describe("footerStats", () => {
     expect(footerStats(finished({ target_share: 0.15 })).target).toBe("15 %");
     expect(footerStats(finished({ target_share: 0, cloud_tokens: 0 })).target).toBe("cloud off");
     expect(footerStats(finished({ target_share: null })).target).toBeNull();
+  });
+
+  it("reads the target against the session's share, which it promises", () => {
+    const footer = renderFooter(finished({ target_share: 0.05, session_share: 0.048 }));
+    expect(footer.querySelector(".stat-share")?.textContent).toBe("31 % cloud share (target 5 %, 4.8 % over the session)");
+    const old = renderFooter(finished({ target_share: 0.05 }));
+    expect(old.querySelector(".stat-share")?.textContent).toBe("31 % cloud share (target 5 %)");
   });
 
   it("copes with an empty or instant reply", () => {

@@ -9,6 +9,8 @@ export type FooterStats = {
   cloudShare: string;
   /** What the budget allowed: "15 %", "cloud off", or null for replies saved before it was recorded. */
   target: string | null;
+  /** The share of the replies since the share was set, which the target is about; null when not recorded. */
+  session: string | null;
   requests: number;
   cost: string;
   tokensPerSecond: string;
@@ -32,6 +34,8 @@ export function footerStats(finished: FinishedEvent): FooterStats {
     cloudTokens: usage.cloud_tokens,
     cloudShare: formatPercent(total > 0 ? usage.cloud_tokens / total : 0),
     target: usage.target_share == null ? null : usage.target_share > 0 ? formatPercent(usage.target_share) : "cloud off",
+    // One decimal: the session's share is read against its target, often a few points.
+    session: usage.session_share == null ? null : `${(usage.session_share * 100).toFixed(1)} %`,
     requests: usage.cloud_requests,
     cost: formatUsd(usage.est_cost_usd),
     tokensPerSecond: seconds > 0 ? (total / seconds).toFixed(1) : "—",
@@ -48,10 +52,16 @@ export function renderFooter(finished: FinishedEvent): HTMLElement {
     { className: "reply-footer" },
     item("edge", String(s.edgeTokens), "stat-edge"),
     item("cloud", String(s.cloudTokens), "stat-cloud"),
-    item(s.target ? `cloud share (target ${s.target})` : "cloud share", s.cloudShare, "stat-share"),
+    item(shareLabel(s), s.cloudShare, "stat-share"),
     item(s.requests === 1 ? "request" : "requests", String(s.requests)),
     item("est.", s.cost),
     item("tok/s", s.tokensPerSecond),
     s.reason ? h("span", { className: "stat stat-reason" }, s.reason) : null,
   );
+}
+
+/** "cloud share (target 5 %, 4.8 % over the session)": a reply may spend what earlier ones saved, so the target is about the session. */
+function shareLabel(s: FooterStats): string {
+  if (!s.target) return "cloud share";
+  return s.session ? `cloud share (target ${s.target}, ${s.session} over the session)` : `cloud share (target ${s.target})`;
 }
