@@ -729,8 +729,12 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         versus("default"),
         ["edge-only", "first-token", "random", "cloud-only"]
     );
-    // The first-token baseline asks the cloud for each reply's first token only.
-    assert_eq!(find("first-token", 0.2)["cloud_tokens"].as_u64(), Some(10));
+    // The first-token baseline asks the cloud for a reply's first token only, where the run's
+    // account has room for it (short replies at 20% earn less than a token each).
+    let first_token = find("first-token", 0.2);
+    let cloud_tokens = first_token["cloud_tokens"].as_u64().unwrap();
+    assert!((1..=10).contains(&cloud_tokens), "{first_token}");
+    assert_eq!(first_token["cloud_requests"].as_u64(), Some(cloud_tokens));
     // Every reply of every run, with the answer read from it: the cloud-only ones say "B".
     let replies: Vec<serde_json::Value> = std::fs::read_to_string(out.join("replies.jsonl"))
         .unwrap()
