@@ -90,7 +90,8 @@ impl Replay {
         self.shared.server_ms.store(ms, Ordering::Relaxed);
     }
 
-    /// Answers replayed, and requests that should have been but had not been recorded.
+    /// Answers replayed since the last call, and requests in that time that should have been
+    /// replayed but had not been recorded.
     pub fn counts(&self) -> (u64, u64) {
         (
             self.shared.replayed.swap(0, Ordering::Relaxed),

@@ -3,14 +3,14 @@
 //! A token goes to the cloud only when its router score clears the threshold *and* the budget
 //! has room. The promise to the user: at most a share S of the tokens of their replies,
 //! counted across replies. Each reply earns S of its tokens; what a reply leaves unspent
-//! stays in an account (at most [`SAVINGS`] tokens), and a reply may spend the account
+//! stays in an account (at most four tokens), and a reply may spend the account
 //! before its own tokens have earned it. That is what lets a short reply buy its decisive
 //! token at any share above 0 (the answer's letter in a 24-token reply at 5%, or the name
 //! five tokens into a chat reply whose uncertain first word took a token), while the
 //! replies together stay at S: a reply that spent the account leaves the next ones to earn
 //! it back. (A fixed two tokens per reply, as before, put a 5% target at 7–10% of short
-//! replies' tokens.) The account starts with [`ALLOWANCE`] tokens, so a first reply can
-//! borrow as much. A request asks for no more tokens than the room left, so a reply near its
+//! replies' tokens.) The account starts with two tokens, so a first reply can borrow as
+//! much. A request asks for no more tokens than the room left, so a reply near its
 //! limit never overshoots by a whole span. The threshold tracks the score quantile that
 //! matches the target share, so the budget lands on the least confident positions of the
 //! whole reply rather than on whichever come first.
@@ -216,10 +216,10 @@ pub enum BudgetError {
 
 /// A budget that can be changed while a reply is being generated (the next token sees it),
 /// and the account of cloud tokens the share has earned across the replies it served.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LiveBudget(Arc<Mutex<Account>>);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Account {
     budget: CloudBudget,
     /// Cloud tokens earned and not spent, in `[0, SAVINGS]`.
@@ -231,7 +231,7 @@ struct Account {
 
 impl LiveBudget {
     /// Shares `budget` between the user interface and the decoder; the account starts with
-    /// [`ALLOWANCE`] tokens.
+    /// two tokens.
     pub fn new(budget: CloudBudget) -> Self {
         Self(Arc::new(Mutex::new(Account {
             budget,
@@ -317,12 +317,12 @@ const CREDIT_PULL: f32 = 0.25;
 /// (for spans of at least two), so borrowed tokens go only to positions above the threshold,
 /// and earned credit is kept for the next answer rather than spent on wording as fast as it
 /// comes.
-pub const ALLOWANCE: f32 = 2.0;
+const ALLOWANCE: f32 = 2.0;
 /// The most credit the account keeps between replies: enough for a short reply's decisive
 /// token after earlier replies spent nothing, little enough that saved credit cannot turn one
 /// reply into a cloud reply. Credit above [`ALLOWANCE`] does not lower the bar: it only lets
 /// a reply take more of the positions the router clearly wants.
-pub const SAVINGS: f32 = 2.0 * ALLOWANCE;
+const SAVINGS: f32 = 2.0 * ALLOWANCE;
 /// The budget rule's name in evaluation results: the account, with the savings it keeps.
 /// (Results written before the account say `per-reply/2`: two tokens borrowed per reply.)
 pub const RULE: &str = "account/4";

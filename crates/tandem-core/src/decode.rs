@@ -83,18 +83,8 @@ pub fn generate(
     options: &DecodeOptions,
     sink: &mut dyn EventSink,
 ) -> Result<Usage, EdgeError> {
-    let mut controller = c.budget.open_reply(c.router);
-    generate_with(c, prompt, options, &mut controller, sink)
-}
-
-fn generate_with(
-    c: Collaboration<'_>,
-    prompt: &[TokenId],
-    options: &DecodeOptions,
-    controller: &mut ReplyBudget,
-    sink: &mut dyn EventSink,
-) -> Result<Usage, EdgeError> {
     let started = Instant::now();
+    let mut controller = c.budget.open_reply(c.router);
     let mut reply = Reply {
         edge: c.edge,
         cloud: c.cloud,
@@ -103,7 +93,7 @@ fn generate_with(
         messages: c.messages,
         spend: c.spend,
         reply_start: prompt.len(),
-        controller,
+        controller: &mut controller,
         sampler: Sampler::new(options.sampling),
         text: Utf8Stream::default(),
         usage: Usage::default(),
