@@ -71,6 +71,7 @@ fn events() -> Vec<Event> {
         NoticeKind::ContextFull,
         NoticeKind::SpendNotSaved,
         NoticeKind::SpendUnknown,
+        NoticeKind::CloudSlow,
         NoticeKind::SpendCapReached,
         NoticeKind::EngineError,
         NoticeKind::NotSaved,

@@ -137,6 +137,8 @@ describe("settings", () => {
     expect(await dialog.locator("#router-hint").textContent()).toContain("most spread out");
     await dialog.locator("#threads").fill("4");
     await dialog.locator("#spend-cap").fill("2.5");
+    expect(await dialog.locator("#max-wait").inputValue()).toBe("");
+    await dialog.locator("#max-wait").fill("800");
     await dialog.locator("#price-in").fill("0.2");
     await dialog.locator("#price-out").fill("0.8");
     // Blank until set: cached prompt tokens cost the input price.
@@ -159,6 +161,7 @@ describe("settings", () => {
     });
     const budget = (await callsOf(page, "budget_set")).at(-1)!.args.budget as Record<string, unknown>;
     expect(budget.daily_spend_cap_usd).toBe(2.5);
+    expect(budget.max_wait_ms).toBe(800);
     expect(budget.prices).toEqual({ input_per_mtok: 0.2, output_per_mtok: 0.8, cached_input_per_mtok: 0.05 });
     await expect.poll(() => page.locator(".router").textContent()).toBe("entropy");
     await page.context().close();

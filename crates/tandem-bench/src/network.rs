@@ -10,7 +10,8 @@
 //! The cloud's own time is measured two ways: the stand-in computing every answer on this
 //! machine's CPU, and the same answers replayed after a fixed server time ([`Replay`]), as a
 //! GPU server or a hosted API would give them; the replayed rows come after the stand-in's,
-//! which recorded every request they send.
+//! which recorded every request they send. `--max-wait-ms` runs the routed replies with
+//! the budget's wait limit, to show what it saves a far cloud's user and what it costs.
 
 use crate::delay_proxy::{DelayProxy, Distance};
 use crate::replay::Replay;
@@ -39,6 +40,8 @@ pub struct Setup<'a> {
     /// Server times to replay the stand-in's answers at, in milliseconds (after the rows
     /// with the stand-in computing them).
     pub server_times: &'a [u64],
+    /// The budget's wait limit for the routed replies, in milliseconds.
+    pub max_wait_ms: Option<u32>,
     /// Prompts per round-trip time.
     pub prompts: usize,
     /// Tokens per reply at most.
@@ -83,12 +86,15 @@ pub fn run(setup: &Setup<'_>) -> Result<String> {
             let (answers, connections) =
                 at_distance(setup, &paths, &questions, replay.address(), rtt)?;
             let (replayed, missed) = replay.counts();
-            let server = match server_ms {
+            let mut server = match server_ms {
                 None => "stand-in on this CPU".to_owned(),
                 Some(ms) => {
                     format!("{ms} ms (replayed: {replayed} answers, {missed} not recorded)")
                 }
             };
+            if let Some(limit) = setup.max_wait_ms {
+                server.push_str(&format!(", wait limit {limit} ms"));
+            }
             eprintln!(
                 "   {server}, RTT {rtt} ms: {} replies each way",
                 answers.len()
@@ -156,6 +162,7 @@ fn config(setup: &Setup<'_>, proxy: &DelayProxy, overlap: bool) -> Config {
     };
     config.cloud.url = proxy.url("/v1");
     config.cloud.overlap = overlap;
+    config.budget.max_wait_ms = setup.max_wait_ms;
     config
 }
 

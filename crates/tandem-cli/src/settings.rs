@@ -35,12 +35,17 @@ pub struct Overrides {
     #[arg(long, value_parser = parse_mode)]
     pub cloud_mode: Option<CloudMode>,
     /// Maximum cloud share of the replies' tokens, counted across replies (a reply may spend
-    /// up to four tokens earlier ones saved): 0 never calls the cloud, 1 is cloud-only.
+    /// up to four tokens earlier ones saved, keeping one for the next reply's first token): 0
+    /// never calls the cloud, 1 is cloud-only.
     #[arg(long, value_parser = share)]
     pub budget: Option<Share>,
     /// Maximum cloud tokens per reply.
     #[arg(long)]
     pub budget_tokens: Option<u32>,
+    /// Round trip (ms) past which the cloud counts as slow: replies then ask it only for
+    /// their most uncertain tokens, and say so.
+    #[arg(long)]
+    pub max_wait_ms: Option<u32>,
     /// Router: blend (the default), margin, entropy, lead-entropy, mlp, edge-only, cloud-only, or the baselines first-token and random.
     #[arg(long)]
     pub router: Option<RouterKind>,
@@ -103,6 +108,9 @@ impl Overrides {
         }
         if let Some(v) = self.budget_tokens {
             c.budget.max_cloud_tokens = Some(v);
+        }
+        if let Some(v) = self.max_wait_ms {
+            c.budget.max_wait_ms = Some(v);
         }
         if let Some(v) = self.router {
             c.router.kind = v;

@@ -145,6 +145,41 @@ fn generate_json_prints_only_events_and_routes_to_the_cloud() {
 }
 
 #[test]
+fn a_cloud_past_the_wait_limit_is_named_in_a_notice_and_the_reply_finishes() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+    fake.push_faults((0..8).map(|_| Fault::Delay(std::time::Duration::from_millis(120))));
+    let output = generate(
+        home.path(),
+        &model,
+        &fake,
+        "Tell me about the sea.",
+        &[
+            "--max-tokens",
+            "16",
+            "--budget",
+            "0.3",
+            "--router",
+            "cloud-only",
+            "--max-wait-ms",
+            "50",
+        ],
+    )
+    .output()
+    .unwrap();
+    let events = json_events(&output);
+    let slow: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "notice" && e["kind"] == "cloud_slow")
+        .collect();
+    assert_eq!(slow.len(), 1, "told once: {events:?}");
+    let message = slow[0]["message"].as_str().unwrap();
+    assert!(message.contains("past your 50 ms limit"), "{message}");
+    assert_eq!(events.last().unwrap()["type"], "finished");
+}
+
+#[test]
 fn budget_zero_makes_no_request() {
     let Some(model) = smollm2() else { return };
     let home = tempfile::tempdir().unwrap();
@@ -643,7 +678,11 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
             })
             .unwrap_or_else(|| panic!("no {router} run at {budget}: {results}"))
     };
-    assert_eq!(results["budget_rule"], "account/4", "the app's budget");
+    assert_eq!(
+        results["budget_rule"],
+        tandem_core::budget::RULE,
+        "the app's budget"
+    );
     assert_eq!(results["prompt_format"], "letter-text-because/3");
     for key in [
         "router",

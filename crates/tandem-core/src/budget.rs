@@ -10,7 +10,9 @@
 //! replies together stay at S: a reply that spent the account leaves the next ones to earn
 //! it back. (A fixed two tokens per reply, as before, put a 5% target at 7–10% of short
 //! replies' tokens.) The account starts with two tokens, so a first reply can borrow as
-//! much. A request asks for no more tokens than the room left, so a reply near its
+//! much. Past its first token a reply leaves one token of the account for the next reply's
+//! first: a short reply's opening (a choice's letter, a yes or no) decides all of it, and
+//! its later words, spread over many phrasings, outscore it. A request asks for no more tokens than the room left, so a reply near its
 //! limit never overshoots by a whole span. The threshold tracks the score quantile that
 //! matches the target share, so the budget lands on the least confident positions of the
 //! whole reply rather than on whichever come first.
@@ -124,6 +126,13 @@ pub struct CloudBudget {
     pub max_cloud_tokens: Option<u32>,
     /// Maximum estimated spend per calendar day, in USD.
     pub daily_spend_cap_usd: Option<f64>,
+    /// The round trip, in milliseconds, past which the cloud counts as slow: while its
+    /// requests take longer on average, replies ask it only for their most uncertain
+    /// positions (those that clear the bar of a quarter of the share) and say so. Unset: no
+    /// limit. A far cloud costs a reply a round trip per request the edge's draft cannot
+    /// cover; this trades some of the share's accuracy for fewer waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_wait_ms: Option<u32>,
     /// Prices used for the estimate.
     pub prices: Prices,
 }
@@ -135,6 +144,7 @@ impl Default for CloudBudget {
             max_share: Share(0.15),
             max_cloud_tokens: None,
             daily_spend_cap_usd: None,
+            max_wait_ms: None,
             prices: Prices::default(),
         }
     }
@@ -175,9 +185,12 @@ impl CloudBudget {
     }
 
     /// Checks what a user can set beyond the share (a [`Share`] is one): a cap and prices
-    /// that are numbers and not negative. Every front end (settings file, CLI flags, chat
-    /// commands, the app) asks here.
+    /// that are numbers and not negative, a wait limit above 0. Every front end (settings
+    /// file, CLI flags, chat commands, the app) asks here.
     pub fn validate(&self) -> Result<(), BudgetError> {
+        if self.max_wait_ms == Some(0) {
+            return Err(BudgetError::Wait);
+        }
         if let Some(cap) = self
             .daily_spend_cap_usd
             .filter(|c| !(c.is_finite() && *c >= 0.0))
@@ -212,6 +225,9 @@ pub enum BudgetError {
     /// A price is negative or not a number.
     #[error("prices cannot be negative")]
     Price,
+    /// The wait limit is 0.
+    #[error("the cloud's wait limit is in milliseconds and above 0")]
+    Wait,
 }
 
 /// A budget that can be changed while a reply is being generated (the next token sees it),
@@ -227,6 +243,8 @@ struct Account {
     /// Tokens of the replies since the share was last set, and how many were the cloud's.
     tokens: u64,
     cloud_tokens: u64,
+    /// The cloud's recent round trip, as replies measured it ([`ReplyBudget::record_wait`]).
+    wait_ms: Option<f32>,
 }
 
 impl LiveBudget {
@@ -238,6 +256,7 @@ impl LiveBudget {
             credit: ALLOWANCE,
             tokens: 0,
             cloud_tokens: 0,
+            wait_ms: None,
         })))
     }
 
@@ -262,12 +281,15 @@ impl LiveBudget {
     }
 
     /// A controller for the next reply: its threshold starts where the router puts the
-    /// share in force, its credit is the account's.
+    /// share in force, its credit is the account's, and it knows how long the cloud took
+    /// lately and which scores a slow cloud is still asked for.
     pub fn open_reply(&self, router: &dyn crate::router::Router) -> ReplyBudget {
         let account = self.account();
-        let mut reply =
-            ReplyBudget::new(router.threshold_for_share(account.budget.max_share.get()));
+        let share = account.budget.max_share.get();
+        let mut reply = ReplyBudget::new(router.threshold_for_share(share));
         reply.credit = account.credit;
+        reply.wait_ms = account.wait_ms;
+        reply.slow_bar = router.threshold_for_share(share * SLOW_SHARE);
         reply
     }
 
@@ -283,6 +305,7 @@ impl LiveBudget {
             0.0
         };
         account.credit = reply.earned(share, reply.credit).clamp(0.0, SAVINGS);
+        account.wait_ms = reply.wait_ms;
         account.tokens += u64::from(reply.generated);
         account.cloud_tokens += u64::from(reply.cloud_tokens);
         if account.tokens == 0 {
@@ -323,11 +346,25 @@ const ALLOWANCE: f32 = 2.0;
 /// reply into a cloud reply. Credit above [`ALLOWANCE`] does not lower the bar: it only lets
 /// a reply take more of the positions the router clearly wants.
 const SAVINGS: f32 = 2.0 * ALLOWANCE;
-/// The budget rule's name in evaluation results: the account, with the savings it keeps.
-/// (Results written before the account say `per-reply/2`: two tokens borrowed per reply.)
-pub const RULE: &str = "account/4";
+/// Credit a reply's later positions leave in the account for the next reply's first token.
+/// A reply's opening conditions all of it (a choice's letter, a yes or no, a verdict), and
+/// a short reply earns about one token: without the reserve each reply spent what it earned
+/// on its later, more spread positions (the words of a reason after a letter score higher
+/// than the letter), so the account was empty whenever the next reply opened on its
+/// decision. A chat reply earns several tokens and its account rarely comes down to it.
+const OPENING_RESERVE: f32 = 1.0;
+/// The budget rule's name in evaluation results: the account, with the savings it keeps
+/// and the opening's reserve. (Results written before the reserve say `account/4`, before
+/// the account `per-reply/2`: two tokens borrowed per reply.)
+pub const RULE: &str = "account/4+opening";
 /// The threshold never reaches 0, so a router that scores 0 (edge-only) never routes.
 const MIN_THRESHOLD: f32 = 1e-3;
+/// The part of the share whose bar a position must clear while the cloud is slow: its
+/// most uncertain positions only.
+const SLOW_SHARE: f32 = 0.25;
+/// How much one request's round trip moves the cloud's recent wait: half, so it follows the
+/// network within two or three requests without one odd answer deciding it.
+const WAIT_WEIGHT: f32 = 0.5;
 
 /// The per-reply controller.
 #[derive(Debug, Clone)]
@@ -338,6 +375,10 @@ pub struct ReplyBudget {
     generated: u32,
     cloud_tokens: u32,
     spent_usd: f64,
+    /// The cloud's recent round trip in milliseconds, if it was measured.
+    wait_ms: Option<f32>,
+    /// The score a position needs while the cloud is slow.
+    slow_bar: f32,
 }
 
 impl ReplyBudget {
@@ -351,6 +392,8 @@ impl ReplyBudget {
             generated: 0,
             cloud_tokens: 0,
             spent_usd: 0.0,
+            wait_ms: None,
+            slow_bar: 1.0,
         }
     }
 
@@ -395,7 +438,12 @@ impl ReplyBudget {
     pub fn decide(&mut self, budget: &CloudBudget, score: f32, span: u32) -> RouteDecision {
         let share = budget.max_share.get();
         let allowance = ALLOWANCE.min(span.max(1) as f32);
-        let room = self.room(share, self.credit);
+        let reserve = if self.generated == 0 {
+            0.0
+        } else {
+            OPENING_RESERVE
+        };
+        let room = self.room(share, self.credit - reserve);
         // The bar moves with what the reply itself has earned and spent, as if it had started
         // with the allowance. Room beyond it lowers the bar, so a reply whose scores stay low
         // still lands near its target share; room short of it raises the bar, so the tokens
@@ -407,7 +455,8 @@ impl ReplyBudget {
         // (30% instead of first-token's 49% on CommonsenseQA at 5%).
         let own = self.room(share, allowance);
         let bar = self.threshold - CREDIT_PULL * (own - allowance);
-        let wanted = score >= bar.max(MIN_THRESHOLD);
+        let wanted = score >= bar.max(MIN_THRESHOLD)
+            && (self.slow_wait(budget).is_none() || score >= self.slow_bar);
         let above_quantile = f32::from(u8::from(self.wants_cloud(score)));
         self.threshold =
             (self.threshold + THRESHOLD_RATE * (above_quantile - share)).clamp(MIN_THRESHOLD, 1.0);
@@ -451,6 +500,22 @@ impl ReplyBudget {
     /// Estimated spend of this reply so far.
     pub fn spent_usd(&self) -> f64 {
         self.spent_usd
+    }
+
+    /// Counts one request's round trip into the cloud's recent wait.
+    pub fn record_wait(&mut self, ms: u64) {
+        let ms = ms as f32;
+        self.wait_ms = Some(match self.wait_ms {
+            Some(recent) => recent + WAIT_WEIGHT * (ms - recent),
+            None => ms,
+        });
+    }
+
+    /// The cloud's recent round trip, when it is past `budget`'s wait limit: the reply then
+    /// asks only for its most uncertain positions.
+    pub fn slow_wait(&self, budget: &CloudBudget) -> Option<f32> {
+        let limit = budget.max_wait_ms? as f32;
+        self.wait_ms.filter(|&ms| ms > limit)
     }
 }
 
@@ -587,10 +652,12 @@ mod tests {
     #[test]
     fn a_short_reply_keeps_a_token_for_its_answer_after_its_first_word_took_one() {
         // "The capital of Ecuador is Lima.": the first word is uncertain (The / A / Quito),
-        // the city is the answer; a start bar near the top at 15%.
+        // the city is the answer; a start bar near the top at 15%, in a conversation whose
+        // earlier replies saved credit (the opening's reserve stays in the account).
         let scores = [0.95, 0.05, 0.02, 0.03, 0.1, 0.999, 0.05, 0.02];
         let budget = CloudBudget::share(0.15);
         let mut reply = ReplyBudget::new(0.925);
+        reply.credit = SAVINGS;
         let mut routed_at = Vec::new();
         for (position, &score) in scores.iter().enumerate() {
             match reply.decide(&budget, score, 4) {
@@ -604,6 +671,7 @@ mod tests {
         assert_eq!(routed_at, [0, 5]);
         // Two cloud tokens of eight: the share (1.2 tokens) plus what the reply borrowed.
         assert!(reply.cloud_tokens as f32 <= 0.15 * 8.0 + ALLOWANCE);
+        assert!(reply.earned(0.15, reply.credit) >= OPENING_RESERVE);
     }
 
     #[test]
@@ -671,6 +739,12 @@ mod tests {
     /// else that does; each request brings `accepted` cloud tokens. Returns the cloud tokens
     /// and the replies whose first token was routed.
     fn short_replies(share: f32, replies: usize, accepted: u32) -> (u32, usize) {
+        short_replies_scored(share, replies, accepted, 0.1)
+    }
+
+    /// As [`short_replies`], the letter scoring 0.97 and every position from the eighth on
+    /// scoring `later`.
+    fn short_replies_scored(share: f32, replies: usize, accepted: u32, later: f32) -> (u32, usize) {
         let live = LiveBudget::new(CloudBudget::share(share));
         let router = crate::router::FixedRouter(0.0);
         let (mut cloud, mut first_routed) = (0, 0);
@@ -678,7 +752,11 @@ mod tests {
             let mut reply = live.open_reply(&router);
             let mut position = 0;
             while position < 24 {
-                let score = if position == 0 { 0.99 } else { 0.1 };
+                let score = match position {
+                    0 => 0.97,
+                    1..=7 => 0.1,
+                    _ => later,
+                };
                 match reply.decide(&live.get(), score, 4) {
                     RouteDecision::Edge => {
                         reply.record(1, 0, 0.0);
@@ -718,6 +796,68 @@ mod tests {
         let (cloud, first_routed) = short_replies(0.02, 100, 1);
         assert!((45..=50).contains(&cloud), "{cloud}");
         assert_eq!(cloud as usize, first_routed);
+    }
+
+    #[test]
+    fn the_rules_name_says_the_savings_it_keeps() {
+        assert_eq!(RULE, format!("account/{SAVINGS}+opening"));
+    }
+
+    #[test]
+    fn a_reason_that_scores_above_its_letter_does_not_take_the_next_replys_letter() {
+        // The words of a reason after the letter ("because crabs live in…") are spread over
+        // many phrasings and score above the letter; the reply may spend on them only what
+        // leaves the next reply's opening its token.
+        for accepted in [1, 4] {
+            let (cloud, first_routed) = short_replies_scored(0.05, 100, accepted, 0.999);
+            assert!(
+                first_routed >= 95,
+                "{accepted}: {first_routed} letters of 100"
+            );
+            assert!(cloud as f32 <= 0.05 * 2400.0 + ALLOWANCE, "{cloud}");
+        }
+    }
+
+    #[test]
+    fn a_cloud_past_the_wait_limit_is_asked_only_for_the_most_uncertain_positions() {
+        let budget = CloudBudget {
+            max_wait_ms: Some(500),
+            ..CloudBudget::share(0.15)
+        };
+        let live = LiveBudget::new(budget);
+        let router = crate::router::MarginRouter;
+        let mut reply = live.open_reply(&router);
+        reply.credit = SAVINGS;
+        // Unmeasured, then fast: a position at the share's bar is routed.
+        assert_eq!(reply.slow_wait(&budget), None);
+        reply.record_wait(200);
+        assert!(matches!(
+            reply.decide(&budget, 0.9, 4),
+            RouteDecision::Cloud { .. }
+        ));
+        // Two slow answers: the recent wait passes the limit, and only a score above the
+        // bar of a quarter of the share is still worth the wait.
+        reply.record_wait(900);
+        reply.record_wait(900);
+        assert_eq!(reply.slow_wait(&budget), Some(725.0));
+        assert_eq!(reply.decide(&budget, 0.9, 4), RouteDecision::Edge);
+        assert!(matches!(
+            reply.decide(&budget, 0.99, 4),
+            RouteDecision::Cloud { .. }
+        ));
+        // The next reply remembers the wait; without a limit it does not matter.
+        live.settle(&reply);
+        assert_eq!(live.open_reply(&router).slow_wait(&budget), Some(725.0));
+        assert_eq!(
+            live.open_reply(&router)
+                .slow_wait(&CloudBudget::share(0.15)),
+            None
+        );
+        let zero = CloudBudget {
+            max_wait_ms: Some(0),
+            ..budget
+        };
+        assert_eq!(zero.validate(), Err(BudgetError::Wait));
     }
 
     #[test]

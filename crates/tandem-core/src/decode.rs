@@ -101,6 +101,7 @@ pub fn generate(
         cloud_failures: 0,
         told_spend_capped: false,
         told_spend_not_saved: false,
+        told_slow: false,
         as_ids: false,
         draft: Draft::default(),
     };
@@ -153,6 +154,8 @@ struct Reply<'a, 'b> {
     told_spend_capped: bool,
     /// Whether the user was told that spend could not be recorded (once per reply).
     told_spend_not_saved: bool,
+    /// Whether the user was told that the cloud is past the wait limit (once per reply).
+    told_slow: bool,
     as_ids: bool,
     /// Tokens the edge decoded ahead while waiting for the cloud, after the reply's own.
     draft: Draft,
@@ -378,6 +381,24 @@ impl Reply<'_, '_> {
         });
     }
 
+    /// Says once per reply that the cloud is past the user's wait limit, so the reply asks
+    /// it only for its most uncertain positions.
+    fn tell_slow(&mut self, sink: &mut dyn EventSink) {
+        let budget = self.budget.get();
+        let (Some(wait), Some(limit)) = (self.controller.slow_wait(&budget), budget.max_wait_ms)
+        else {
+            return;
+        };
+        if !std::mem::replace(&mut self.told_slow, true) {
+            sink.emit(Event::Notice {
+                kind: NoticeKind::CloudSlow,
+                message: format!(
+                    "the cloud takes {wait:.0} ms per request lately, past your {limit} ms limit: this reply asks it only for its most uncertain tokens"
+                ),
+            });
+        }
+    }
+
     /// Says once per reply that spend could not be recorded.
     fn tell_spend_not_saved(&mut self, error: &std::io::Error, sink: &mut dyn EventSink) {
         if !std::mem::replace(&mut self.told_spend_not_saved, true) {
@@ -434,6 +455,8 @@ impl Reply<'_, '_> {
         let result = arrival.result;
         let request_ms = arrival.at.saturating_duration_since(sent).as_millis() as u64;
         self.timings.cloud_ms += request_ms;
+        self.controller.record_wait(request_ms);
+        self.tell_slow(sink);
         let reply = match result {
             Ok(reply) => reply,
             Err(error) => {

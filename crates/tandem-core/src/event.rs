@@ -31,6 +31,9 @@ pub enum NoticeKind {
     SpendNotSaved,
     /// Today's spend record was unreadable: the daily cap counts as reached until tomorrow.
     SpendUnknown,
+    /// The cloud's round trips are past the user's wait limit: the reply asks it only for
+    /// its most uncertain positions.
+    CloudSlow,
     /// A cloud request would pass today's spend cap: the edge writes on.
     SpendCapReached,
     /// The edge model failed; the reply ended early.

@@ -49,6 +49,8 @@ export type NoticeKind =
   | "context_full"
   | "spend_not_saved"
   | "spend_unknown"
+  /** The cloud is past the user's wait limit: replies ask it only for their most uncertain tokens. */
+  | "cloud_slow"
   /** Today's spend cap keeps the cloud out: the edge writes on. */
   | "spend_cap_reached"
   | "engine_error"
@@ -62,6 +64,7 @@ export const NOTICE_KINDS = [
   "context_full",
   "spend_not_saved",
   "spend_unknown",
+  "cloud_slow",
   "spend_cap_reached",
   "engine_error",
   "not_saved",
@@ -181,6 +184,8 @@ export type CloudBudget = {
   max_share: number;
   max_cloud_tokens: number | null;
   daily_spend_cap_usd: number | null;
+  /** Round trip (ms) past which replies ask the cloud only for their most uncertain tokens; absent: no limit. */
+  max_wait_ms?: number | null;
   prices: Prices;
 };
 export type Meter = {

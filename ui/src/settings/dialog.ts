@@ -85,6 +85,8 @@ export class SettingsDialog {
   private readonly routerHint = h("small", { className: "field-hint", id: "router-hint" });
   private readonly threads = h("input", { id: "threads", type: "number", min: "1", step: "1", placeholder: "automatic" });
   private readonly cap = h("input", { id: "spend-cap", type: "number", min: "0", step: "0.01", placeholder: "no cap" });
+  /** Blank: no limit. */
+  private readonly maxWait = h("input", { id: "max-wait", type: "number", min: "1", step: "1", placeholder: "no limit" });
   private readonly priceIn = h("input", { id: "price-in", type: "number", min: "0", step: "any" });
   private readonly priceOut = h("input", { id: "price-out", type: "number", min: "0", step: "any" });
   /** Blank: cached prompt tokens cost the input price. */
@@ -135,6 +137,7 @@ export class SettingsDialog {
         field("API key", h("div", { className: "row key-row" }, this.keyInput, saveKey, clearKey)),
         this.keyStatus,
         h("div", { className: "row" }, test, this.testResult),
+        field("Slow after (ms)", this.maxWait, "Past this round trip, replies ask the cloud only for their most uncertain tokens."),
       ),
       h(
         "section",
@@ -206,6 +209,7 @@ export class SettingsDialog {
       this.renderKey(status.key);
       const b = status.budget;
       this.cap.value = b.daily_spend_cap_usd?.toString() ?? "";
+      this.maxWait.value = b.max_wait_ms?.toString() ?? "";
       this.priceIn.value = String(b.prices.input_per_mtok);
       this.priceOut.value = String(b.prices.output_per_mtok);
       this.priceCached.value = b.prices.cached_input_per_mtok?.toString() ?? "";
@@ -325,7 +329,7 @@ export class SettingsDialog {
       router: { kind: this.router.value as RouterKind },
       chat: this.newChats.read(),
     };
-    const numbers = [settings.chat.temperature, settings.chat.top_p, settings.chat.max_tokens, settings.threads, optionalNumber(this.cap), optionalNumber(this.priceIn), optionalNumber(this.priceOut), optionalNumber(this.priceCached)];
+    const numbers = [settings.chat.temperature, settings.chat.top_p, settings.chat.max_tokens, settings.threads, optionalNumber(this.cap), optionalNumber(this.maxWait), optionalNumber(this.priceIn), optionalNumber(this.priceOut), optionalNumber(this.priceCached)];
     if (numbers.some((n) => n !== null && !Number.isFinite(n))) {
       showError({ kind: "invalid_input", message: "a number field holds something that is not a number" }, "settings");
       return;
@@ -337,9 +341,13 @@ export class SettingsDialog {
     const current = this.deps.status()?.budget;
     if (current) {
       const cached = optionalNumber(this.priceCached);
+      const { max_wait_ms: _, ...rest } = current;
+      const maxWait = optionalNumber(this.maxWait);
       const next: CloudBudget = {
-        ...current,
+        ...rest,
         daily_spend_cap_usd: optionalNumber(this.cap),
+        // Blank leaves it unset (no limit), as the backend writes it.
+        ...(maxWait === null ? {} : { max_wait_ms: maxWait }),
         prices: {
           input_per_mtok: optionalNumber(this.priceIn) ?? 0,
           output_per_mtok: optionalNumber(this.priceOut) ?? 0,

@@ -188,6 +188,7 @@ fn reply_over<'a, 'b>(
         cloud_failures: 0,
         told_spend_capped: false,
         told_spend_not_saved: false,
+        told_slow: false,
         as_ids: true,
         draft: Draft::default(),
     }
@@ -924,4 +925,86 @@ fn an_endpoint_that_cannot_continue_is_asked_once_and_the_reply_goes_on_locally(
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert_eq!(notices[0].0, NoticeKind::CloudUnavailable);
     assert!(notices[0].1.contains("finishing this reply locally"));
+}
+
+/// A cloud that takes `delay` to answer.
+struct Slow {
+    near: ScriptedCloud,
+    delay: Duration,
+}
+
+impl Cloud for Slow {
+    fn endpoint(&self) -> &str {
+        self.near.endpoint()
+    }
+    fn shares_vocab(&mut self, probe: &[TokenId]) -> Result<bool, CloudError> {
+        self.near.shares_vocab(probe)
+    }
+    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+        std::thread::sleep(self.delay);
+        self.near.complete(request)
+    }
+}
+
+/// Very uncertain every seventh position, somewhat uncertain three later, sure elsewhere.
+fn sometimes_very_uncertain(position: usize) -> f32 {
+    match position % 7 {
+        0 => 5.0,
+        3 => 2.0,
+        _ => 0.1,
+    }
+}
+
+#[test]
+fn a_cloud_past_the_wait_limit_is_asked_less_and_the_user_is_told() {
+    let reply = |max_wait_ms| {
+        let mut edge = ScriptedEdge::new(sometimes_very_uncertain);
+        let mut cloud = Slow {
+            near: ScriptedCloud::new(1),
+            delay: Duration::from_millis(20),
+        };
+        let live = LiveBudget::new(CloudBudget {
+            max_wait_ms,
+            ..CloudBudget::share(0.15)
+        });
+        let mut events = Vec::new();
+        let c = Collaboration {
+            edge: &mut edge,
+            cloud: Some(&mut cloud),
+            router: &EntropyRouter,
+            budget: &live,
+            messages: &[],
+            spend: None,
+        };
+        let options = DecodeOptions {
+            max_tokens: 80,
+            ..DecodeOptions::default()
+        };
+        generate(c, &[5, 6, 7], &options, &mut |e: Event| {
+            events.push(e);
+            true
+        })
+        .unwrap();
+        let told: Vec<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Notice {
+                    kind: NoticeKind::CloudSlow,
+                    message,
+                } => Some(message.clone()),
+                _ => None,
+            })
+            .collect();
+        (finished(&events).1.cloud_requests, told)
+    };
+    let (patient, told) = reply(None);
+    assert!(told.is_empty());
+    let (limited, told) = reply(Some(5));
+    assert!(limited >= 1, "the first request measures the wait");
+    assert!(
+        limited < patient,
+        "{limited} requests, {patient} without a limit"
+    );
+    assert_eq!(told.len(), 1, "said once: {told:?}");
+    assert!(told[0].contains("past your 5 ms limit"), "{told:?}");
 }

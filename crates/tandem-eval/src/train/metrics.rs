@@ -3,7 +3,7 @@
 use crate::features::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tandem_core::budget::{CloudBudget, ReplyBudget, RouteDecision};
+use tandem_core::budget::{CloudBudget, LiveBudget, ReplyBudget, RouteDecision};
 use tandem_core::config::CloudSettings;
 use tandem_core::event::TokenSource;
 use tandem_core::router::{EntropyRouter, MarginRouter, Router};
@@ -12,11 +12,12 @@ use tandem_core::router::{EntropyRouter, MarginRouter, Router};
 pub const HIT_SHARES: [f32; 3] = [0.05, 0.10, 0.15];
 
 /// Of the held-out replies with a critical position, the share in which the app's budget
-/// controller ([`ReplyBudget`]), fed a router's scores along the reply at a per-reply share,
-/// routes the first critical position — with the app's span and its rule for a span's later
-/// tokens. What a router buys depends on the controller as much as on its ranking (the bar
-/// falls as a reply's room grows, so a router whose scores sit low everywhere spends its
-/// share early), so the figure is measured through the controller; it ignores only how a
+/// fed a router's scores routes the first critical position: the replies in turn through
+/// one account ([`LiveBudget`], as a session's replies share one) at a share, with the app's
+/// span and its rule for a span's later tokens. What a router buys depends on the controller
+/// as much as on its ranking (the bar falls as a reply's room grows, so a router whose scores
+/// sit low everywhere spends its share early, and a reply that spends the account leaves the
+/// next without), so the figure is measured through the controller; it ignores only how a
 /// routed token changes what follows. The confidence routers are scored on the same replies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplyHits {
@@ -56,47 +57,55 @@ pub(super) fn reply_hits(records: &[&Record], trained: &dyn Router) -> Vec<Reply
 }
 
 /// The share of `replies` (each with a critical position) whose first critical position
-/// `router` routes at `share`.
+/// `router` routes at `share`, the replies taken in turn as a session's.
 fn hits(replies: &[Vec<&Record>], router: &dyn Router, share: f32) -> f32 {
     let span = CloudSettings::default().span;
+    let live = LiveBudget::new(CloudBudget::share(share));
     let routed = replies
         .iter()
-        .filter(|reply| routes_first_critical(reply, router, share, span))
+        .filter(|reply| {
+            let mut controller = live.open_reply(router);
+            let hit = routes_first_critical(reply, router, &mut controller, &live.get(), span);
+            live.settle(&controller);
+            hit
+        })
         .count();
     routed as f32 / replies.len().max(1) as f32
 }
 
-/// Replays the controller along `reply` (positions in order) up to its first critical
-/// position, as the decoder drives it: one decision per position the edge writes, and a
-/// request's span kept while [`ReplyBudget::span_token_source`] says so. A record holds token
-/// ids, not their text, so a span is not kept for finishing a word here: the replay can only
-/// under-count what the decoder routes.
-fn routes_first_critical(reply: &[&Record], router: &dyn Router, share: f32, span: u32) -> bool {
-    let Some(first) = reply.iter().position(|r| r.label) else {
-        return false;
-    };
+/// Replays `controller` along the whole of `reply` (positions in order), as the decoder
+/// drives it: one decision per position the edge writes, and a request's span kept while
+/// [`ReplyBudget::span_token_source`] says so. Whether it routed the first critical position.
+/// A record holds token ids, not their text, so a span is not kept for finishing a word
+/// here: the replay can only under-count what the decoder routes.
+fn routes_first_critical(
+    reply: &[&Record],
+    router: &dyn Router,
+    controller: &mut ReplyBudget,
+    budget: &CloudBudget,
+    span: u32,
+) -> bool {
+    let first = reply.iter().position(|r| r.label);
     let score = |r: &Record| router.score(&r.router_features());
-    let budget = CloudBudget::share(share);
-    let mut controller = ReplyBudget::new(router.threshold_for_share(share));
+    let mut hit = false;
     let mut at = 0;
-    while at <= first {
-        let RouteDecision::Cloud { max_tokens } =
-            controller.decide(&budget, score(reply[at]), span)
+    while at < reply.len() {
+        let RouteDecision::Cloud { max_tokens } = controller.decide(budget, score(reply[at]), span)
         else {
             controller.record(1, 0, 0.0);
             at += 1;
             continue;
         };
-        if at == first {
-            return true;
-        }
+        hit |= first == Some(at);
         let (mut edge, mut cloud) = (0, 1);
         let mut end = at + 1;
         while end < reply.len() && end - at < max_tokens as usize {
             let r = reply[end];
             match controller.span_token_source(score(r), r.edge_token == r.cloud_token, false) {
-                Some(TokenSource::Cloud) if end == first => return true,
-                Some(TokenSource::Cloud) => cloud += 1,
+                Some(TokenSource::Cloud) => {
+                    hit |= first == Some(end);
+                    cloud += 1;
+                }
                 Some(TokenSource::Edge) => edge += 1,
                 None => break,
             }
@@ -105,7 +114,7 @@ fn routes_first_critical(reply: &[&Record], router: &dyn Router, share: f32, spa
         controller.record(edge, cloud, 0.0);
         at = end;
     }
-    false
+    hit
 }
 
 /// Area under the ROC curve from ranks (ties count half); `None` without both classes.
@@ -204,15 +213,16 @@ mod tests {
     fn a_span_that_reaches_the_critical_position_routes_it_only_where_the_router_wants_it() {
         // Position 0 is routed (with a token the reply borrows); its span runs over position
         // 1 (agreeing, not wanted) into the critical position 2.
-        let wanted = [0.95, 0.0, 0.95, 0.0, 0.0, 0.0];
-        let records = reply(0, &wanted, Some(2));
-        let refs: Vec<&Record> = records.iter().collect();
-        assert!(routes_first_critical(&refs, &MarginRouter, 0.5, 4));
+        let routed = |scores: &[f32]| {
+            let records = reply(0, scores, Some(2));
+            let refs: Vec<&Record> = records.iter().collect();
+            let live = LiveBudget::new(CloudBudget::share(0.5));
+            let mut controller = live.open_reply(&MarginRouter);
+            routes_first_critical(&refs, &MarginRouter, &mut controller, &live.get(), 4)
+        };
+        assert!(routed(&[0.95, 0.0, 0.95, 0.0, 0.0, 0.0]));
         // Not wanted there, and the edge disagrees: the span ends before it, and the bar,
         // which the request raised, keeps a score of 0 out.
-        let unwanted = [0.95, 0.0, 0.0, 0.0, 0.0, 0.0];
-        let records = reply(0, &unwanted, Some(2));
-        let refs: Vec<&Record> = records.iter().collect();
-        assert!(!routes_first_critical(&refs, &MarginRouter, 0.5, 4));
+        assert!(!routed(&[0.95, 0.0, 0.0, 0.0, 0.0, 0.0]));
     }
 }
