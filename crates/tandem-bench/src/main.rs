@@ -70,10 +70,10 @@ struct Args {
     /// comparison (a GPU server or a hosted API), in milliseconds.
     #[arg(long, value_delimiter = ',', default_value = "100")]
     server_times: Vec<u64>,
-    /// The wait limit the network comparison's routed replies run with (Settings' "Slow
-    /// after"), in milliseconds; unset: none, as the app's default.
-    #[arg(long)]
-    max_wait_ms: Option<u32>,
+    /// Wait limits (Settings' "Slow after", ms) the network comparison's routed replies also
+    /// run with, after the rows without one (the app's default).
+    #[arg(long, value_delimiter = ',')]
+    max_wait_ms: Vec<u32>,
     /// `chat:dev` prompts per round-trip time.
     #[arg(long, default_value_t = 8)]
     network_prompts: usize,
@@ -113,7 +113,7 @@ fn main() -> Result<()> {
             cloud: running.addr,
             rtts: &args.rtts,
             server_times: &args.server_times,
-            max_wait_ms: args.max_wait_ms,
+            wait_limits: &args.max_wait_ms,
             prompts: args.network_prompts,
             max_tokens: args.network_tokens,
         })?);

@@ -10,8 +10,8 @@
 //! The cloud's own time is measured two ways: the stand-in computing every answer on this
 //! machine's CPU, and the same answers replayed after a fixed server time ([`Replay`]), as a
 //! GPU server or a hosted API would give them; the replayed rows come after the stand-in's,
-//! which recorded every request they send. `--max-wait-ms` runs the routed replies with
-//! the budget's wait limit, to show what it saves a far cloud's user and what it costs.
+//! which recorded every request they send. With `--max-wait-ms` the routed replies run again
+//! under each wait limit, to show what a limit saves a far cloud's user and what it costs.
 
 use crate::delay_proxy::{DelayProxy, Distance};
 use crate::replay::Replay;
@@ -40,8 +40,9 @@ pub struct Setup<'a> {
     /// Server times to replay the stand-in's answers at, in milliseconds (after the rows
     /// with the stand-in computing them).
     pub server_times: &'a [u64],
-    /// The budget's wait limit for the routed replies, in milliseconds.
-    pub max_wait_ms: Option<u32>,
+    /// Wait limits for the routed replies to run with after the rows without one, in
+    /// milliseconds.
+    pub wait_limits: &'a [u32],
     /// Prompts per round-trip time.
     pub prompts: usize,
     /// Tokens per reply at most.
@@ -82,47 +83,51 @@ pub fn run(setup: &Setup<'_>) -> Result<String> {
     let servers = std::iter::once(None).chain(setup.server_times.iter().copied().map(Some));
     for server_ms in servers {
         replay.set_server_time(server_ms.map(Duration::from_millis));
-        for &rtt in setup.rtts {
-            let (answers, connections) =
-                at_distance(setup, &paths, &questions, replay.address(), rtt)?;
-            let (replayed, missed) = replay.counts();
-            let mut server = match server_ms {
-                None => "stand-in on this CPU".to_owned(),
-                Some(ms) => {
-                    format!("{ms} ms (replayed: {replayed} answers, {missed} not recorded)")
+        let limits = std::iter::once(None).chain(setup.wait_limits.iter().copied().map(Some));
+        for limit in limits {
+            for &rtt in setup.rtts {
+                let distance = Distance {
+                    rtt: Duration::from_millis(rtt),
+                    jitter: Duration::from_millis(rtt / 10),
+                };
+                let (answers, connections) =
+                    at_distance(setup, &paths, &questions, replay.address(), distance, limit)?;
+                let (replayed, missed) = replay.counts();
+                let mut server = match server_ms {
+                    None => "stand-in on this CPU".to_owned(),
+                    Some(ms) => {
+                        format!("{ms} ms (replayed: {replayed} answers, {missed} not recorded)")
+                    }
+                };
+                if let Some(limit) = limit {
+                    server.push_str(&format!(", wait limit {limit} ms"));
                 }
-            };
-            if let Some(limit) = setup.max_wait_ms {
-                server.push_str(&format!(", wait limit {limit} ms"));
+                eprintln!(
+                    "   {server}, RTT {rtt} ms: {} replies each way",
+                    answers.len()
+                );
+                out.push_str(&row(&server, rtt, &answers, connections));
             }
-            eprintln!(
-                "   {server}, RTT {rtt} ms: {} replies each way",
-                answers.len()
-            );
-            out.push_str(&row(&server, rtt, &answers, connections));
         }
     }
     let _ = std::fs::remove_dir_all(&home);
     Ok(out)
 }
 
-/// Every question at one round-trip time, edge-only, waiting and drafting; with the
-/// connections the proxy opened.
+/// Every question at one distance, edge-only, waiting and drafting, routed under the wait
+/// limit `limit`; with the connections the proxy opened.
 fn at_distance(
     setup: &Setup<'_>,
     paths: &Paths,
     questions: &[String],
     cloud: std::net::SocketAddr,
-    rtt: u64,
+    distance: Distance,
+    limit: Option<u32>,
 ) -> Result<(Vec<Prompted>, u64)> {
-    let distance = Distance {
-        rtt: Duration::from_millis(rtt),
-        jitter: Duration::from_millis(rtt / 10),
-    };
     let proxy = DelayProxy::start(cloud, distance)?;
-    let settings = config(setup, &proxy, true).chat_settings();
+    let settings = config(setup, &proxy, true, limit).chat_settings();
     let open = |overlap| -> Result<Engine> {
-        let settled = Settled::new(config(setup, &proxy, overlap), paths)?;
+        let settled = Settled::new(config(setup, &proxy, overlap, limit), paths)?;
         Ok(Engine::open(&settled, paths)?)
     };
     let waiting = open(false).context("opening the engine")?;
@@ -152,7 +157,7 @@ fn questions(count: usize, cache: &Path) -> Result<Vec<String>> {
 }
 
 /// The app's default settings, its cloud behind `proxy`.
-fn config(setup: &Setup<'_>, proxy: &DelayProxy, overlap: bool) -> Config {
+fn config(setup: &Setup<'_>, proxy: &DelayProxy, overlap: bool, limit: Option<u32>) -> Config {
     let mut config = Config {
         edge: setup.edge.display().to_string(),
         // The stand-in shares the machine's two cores: one thread each.
@@ -162,7 +167,7 @@ fn config(setup: &Setup<'_>, proxy: &DelayProxy, overlap: bool) -> Config {
     };
     config.cloud.url = proxy.url("/v1");
     config.cloud.overlap = overlap;
-    config.budget.max_wait_ms = setup.max_wait_ms;
+    config.budget.max_wait_ms = limit;
     config
 }
 

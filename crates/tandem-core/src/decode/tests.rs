@@ -205,7 +205,7 @@ fn waiting(step: &Step) -> Wait<'_> {
 
 fn run(
     edge: &mut ScriptedEdge,
-    cloud: Option<&mut ScriptedCloud>,
+    cloud: Option<&mut dyn Cloud>,
     budget: CloudBudget,
     max_tokens: u32,
 ) -> Vec<Event> {
@@ -963,28 +963,11 @@ fn a_cloud_past_the_wait_limit_is_asked_less_and_the_user_is_told() {
             near: ScriptedCloud::new(1),
             delay: Duration::from_millis(20),
         };
-        let live = LiveBudget::new(CloudBudget {
+        let budget = CloudBudget {
             max_wait_ms,
             ..CloudBudget::share(0.15)
-        });
-        let mut events = Vec::new();
-        let c = Collaboration {
-            edge: &mut edge,
-            cloud: Some(&mut cloud),
-            router: &EntropyRouter,
-            budget: &live,
-            messages: &[],
-            spend: None,
         };
-        let options = DecodeOptions {
-            max_tokens: 80,
-            ..DecodeOptions::default()
-        };
-        generate(c, &[5, 6, 7], &options, &mut |e: Event| {
-            events.push(e);
-            true
-        })
-        .unwrap();
+        let events = run(&mut edge, Some(&mut cloud), budget, 80);
         let told: Vec<String> = events
             .iter()
             .filter_map(|e| match e {

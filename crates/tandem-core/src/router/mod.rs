@@ -107,13 +107,11 @@ impl RouterKind {
 
     /// The router the app uses unless the user picks another, and the one that takes over
     /// when a picked MLP router cannot be used. Blend (margin, with a softened entropy where
-    /// the favourite is weak): per reply, over 288 chat prompts at 15% it is level with
-    /// margin (93.4% at 13.6%), on CommonsenseQA dev rows 60–159 at 5% it is 7 and 8 points
-    /// ahead of margin (letter first, answer last; intervals above 0), and on GSM8K rows
-    /// 20–59 it solves what the noisy OR it replaced solved. That one was ahead on open
-    /// prompts by the judge's log-probability. The shipped MLP tied the noisy OR in chat and
-    /// on choices and was behind it on GSM8K. Figures: README, "Routing figures"; how they
-    /// were reached: `docs/eval/log.md`.
+    /// the favourite is weak): level with margin in chat, ahead of it on multiple choice
+    /// (where a letter among five choices sits just under margin's bar), as good as the
+    /// noisy OR it replaced on GSM8K and a little behind it on open prompts; the shipped MLP
+    /// was no better on any set. Figures: README, "Routing figures"; how they were reached:
+    /// `docs/eval/log.md`.
     pub const DEFAULT: RouterKind = RouterKind::Blend;
 
     /// The name users type.
