@@ -51,6 +51,11 @@ pub struct Args {
     /// first token) or `answer-last` (a sentence of reasoning, then "Answer: <letter>").
     #[arg(long, default_value = "letter-first")]
     format: ChoiceFormat,
+    /// Round trip (ms) past which the runs treat the cloud as slow, as Settings' "Slow after"
+    /// does: what a user whose cloud is that slow gets (the local stand-in takes its own CPU
+    /// time per request).
+    #[arg(long)]
+    max_wait_ms: Option<u32>,
     /// Price of a million prompt tokens, for the cost column (relative to cloud-only).
     #[arg(long, default_value_t = 0.2)]
     price_input: f64,
@@ -123,6 +128,7 @@ pub fn run(args: Args) -> Result<()> {
     let setup = Setup {
         span: args.span.max(1),
         format: args.format,
+        max_wait_ms: args.max_wait_ms,
         prices: Prices {
             input_per_mtok: args.price_input,
             output_per_mtok: args.price_output,
@@ -161,6 +167,7 @@ pub fn run(args: Args) -> Result<()> {
         judge: judge.map(|j| j.name),
         budget_rule: tandem_core::budget::RULE.into(),
         span: setup.span,
+        max_wait_ms: setup.max_wait_ms,
         prompt_format: tandem_eval::task::prompt_name(&rows, setup.format),
         prices: setup.prices,
         edge: pair.edge_name.clone(),

@@ -820,6 +820,45 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
 }
 
 #[test]
+fn eval_under_a_wait_limit_asks_a_slow_cloud_less_and_records_the_limit() {
+    let Some(model) = smollm2() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let data = ten_questions(home.path());
+    let requests = |flags: &[&str]| {
+        // Every request takes 60 ms: past a 20 ms limit from the first answer on.
+        let fake = FakeCloud::start(Script::cycle(&[" B"])).unwrap();
+        fake.push_faults((0..400).map(|_| Fault::Delay(std::time::Duration::from_millis(60))));
+        let out = home.path().join(format!("results-{}", flags.len()));
+        let budgets = ["--router", "default", "--budgets", "0.3"];
+        let (_, results) = eval(
+            home.path(),
+            &model,
+            &fake,
+            &data,
+            &out,
+            &[&budgets, flags].concat(),
+        );
+        let default = results["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["router"] == "default")
+            .unwrap()
+            .clone();
+        (default["cloud_requests"].as_u64().unwrap(), results)
+    };
+    let (patient, results) = requests(&[]);
+    assert!(results.get("max_wait_ms").is_none(), "{results}");
+    let (limited, results) = requests(&["--max-wait-ms", "20"]);
+    assert_eq!(results["max_wait_ms"], 20);
+    assert!(limited >= 1, "the first request measures the wait");
+    assert!(
+        limited < patient,
+        "{limited} requests under the limit, {patient} without"
+    );
+}
+
+#[test]
 fn eval_scores_open_prompts_by_the_judges_log_probability() {
     let Some(model) = smollm2() else { return };
     let home = tempfile::tempdir().unwrap();

@@ -175,6 +175,7 @@ mod tests {
             judge: None,
             budget_rule: tandem_core::budget::RULE.into(),
             span: 1,
+            max_wait_ms: None,
             prompt_format: "letter-text-because/3".into(),
             prices: Default::default(),
             edge: "edge".into(),

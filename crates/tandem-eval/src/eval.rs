@@ -198,6 +198,9 @@ pub struct Results {
     pub budget_rule: String,
     /// Tokens asked for per cloud request.
     pub span: u32,
+    /// The wait limit the runs ran under, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait_ms: Option<u32>,
     /// The multiple-choice prompt format ([`ChoiceFormat::name`]).
     pub prompt_format: String,
     /// Prices the costs are computed at.
@@ -319,6 +322,9 @@ pub struct Setup {
     pub prices: Prices,
     /// How multiple-choice questions are asked.
     pub format: ChoiceFormat,
+    /// The wait limit the runs' budgets carry (Settings' "Slow after"), in milliseconds:
+    /// what a user whose cloud is slower gets. None, as the app's default.
+    pub max_wait_ms: Option<u32>,
 }
 
 /// Why an evaluation stopped.
@@ -363,6 +369,7 @@ pub fn evaluate(
         .map(|spec| RunState {
             live: LiveBudget::new(CloudBudget {
                 prices: setup.prices,
+                max_wait_ms: setup.max_wait_ms,
                 ..CloudBudget::share(spec.budget)
             }),
             result: RunResult {

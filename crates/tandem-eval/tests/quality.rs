@@ -89,6 +89,7 @@ fn an_open_prompt_without_a_judge_is_refused_by_name() {
         span: 1,
         prices: Prices::default(),
         format: ChoiceFormat::default(),
+        max_wait_ms: None,
     };
     let edge_only = RunSpec::new(Box::new(FixedRouter(0.0)), 0.0);
     let error = evaluate(
