@@ -112,6 +112,9 @@ pub fn generate(
         prompt_tokens: prompt.len() as u32,
     });
     let reason = if keep_going {
+        // A reply that opens with the cloud already past the wait limit says so first: it
+        // may ask the cloud nothing, and the user should know why.
+        reply.tell_slow(sink);
         let reason = reply.run(prompt, options, sink);
         // What the edge drafted past the end of the reply is not part of it.
         reply.draft.discard(reply.edge);
@@ -389,6 +392,9 @@ impl Reply<'_, '_> {
         else {
             return;
         };
+        if self.cloud.is_none() || !budget.allows_cloud() {
+            return;
+        }
         if !std::mem::replace(&mut self.told_slow, true) {
             sink.emit(Event::Notice {
                 kind: NoticeKind::CloudSlow,

@@ -991,3 +991,61 @@ fn a_cloud_past_the_wait_limit_is_asked_less_and_the_user_is_told() {
     assert_eq!(told.len(), 1, "said once: {told:?}");
     assert!(told[0].contains("past your 5 ms limit"), "{told:?}");
 }
+
+#[test]
+fn a_reply_that_opens_with_the_cloud_past_the_wait_limit_says_so_before_its_first_token() {
+    let live = LiveBudget::new(CloudBudget {
+        max_wait_ms: Some(5),
+        ..CloudBudget::share(0.15)
+    });
+    let reply = || {
+        let mut edge = ScriptedEdge::new(sometimes_very_uncertain);
+        let mut cloud = Slow {
+            near: ScriptedCloud::new(1),
+            delay: Duration::from_millis(20),
+        };
+        let mut events = Vec::new();
+        let c = Collaboration {
+            edge: &mut edge,
+            cloud: Some(&mut cloud),
+            router: &EntropyRouter,
+            budget: &live,
+            messages: &[],
+            spend: None,
+        };
+        generate(c, &[5, 6, 7], &DecodeOptions::default(), &mut |e: Event| {
+            events.push(e);
+            true
+        })
+        .unwrap();
+        events
+    };
+    let first = reply();
+    assert!(finished(&first).1.cloud_requests >= 1, "measures the wait");
+    // The next reply in the session remembers it: the notice comes before any token.
+    let second = reply();
+    let slow = second.iter().position(|e| {
+        matches!(
+            e,
+            Event::Notice {
+                kind: NoticeKind::CloudSlow,
+                ..
+            }
+        )
+    });
+    let token = second.iter().position(|e| matches!(e, Event::Token { .. }));
+    assert!(slow.is_some() && slow < token, "{second:?}");
+    // With the cloud switched off nothing is said.
+    live.set(CloudBudget {
+        enabled: false,
+        max_wait_ms: Some(5),
+        ..CloudBudget::share(0.15)
+    });
+    assert!(!reply().iter().any(|e| matches!(
+        e,
+        Event::Notice {
+            kind: NoticeKind::CloudSlow,
+            ..
+        }
+    )));
+}
