@@ -209,13 +209,22 @@ fn run(
     budget: CloudBudget,
     max_tokens: u32,
 ) -> Vec<Event> {
-    let live = LiveBudget::new(budget);
+    run_in(edge, cloud, &LiveBudget::new(budget), max_tokens)
+}
+
+/// As [`run`], the reply spending from `live` (a session's account).
+fn run_in(
+    edge: &mut ScriptedEdge,
+    cloud: Option<&mut dyn Cloud>,
+    live: &LiveBudget,
+    max_tokens: u32,
+) -> Vec<Event> {
     let mut events = Vec::new();
     let collaboration = Collaboration {
         edge,
         cloud: cloud.map(|c| c as &mut dyn Cloud),
         router: &EntropyRouter,
-        budget: &live,
+        budget: live,
         messages: &[],
         spend: None,
     };
@@ -1004,21 +1013,7 @@ fn a_reply_that_opens_with_the_cloud_past_the_wait_limit_says_so_before_its_firs
             near: ScriptedCloud::new(1),
             delay: Duration::from_millis(20),
         };
-        let mut events = Vec::new();
-        let c = Collaboration {
-            edge: &mut edge,
-            cloud: Some(&mut cloud),
-            router: &EntropyRouter,
-            budget: &live,
-            messages: &[],
-            spend: None,
-        };
-        generate(c, &[5, 6, 7], &DecodeOptions::default(), &mut |e: Event| {
-            events.push(e);
-            true
-        })
-        .unwrap();
-        events
+        run_in(&mut edge, Some(&mut cloud), &live, 80)
     };
     let first = reply();
     assert!(finished(&first).1.cloud_requests >= 1, "measures the wait");
