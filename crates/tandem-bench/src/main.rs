@@ -27,7 +27,7 @@ use tandem_core::budget::{CloudBudget, LiveBudget};
 use tandem_core::cloud::{Cloud, CloudClient, CloudConfig};
 use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::{EdgeModel, Outputs};
-use tandem_core::event::{Event, Usage};
+use tandem_core::event::{Event, EventSink, Usage};
 use tandem_core::local::{EdgeWeights, LocalOptions};
 use tandem_core::message::Message;
 use tandem_core::router::{self, MlpRouter, ModelPair, Router, RouterKind};
@@ -341,30 +341,31 @@ fn routed_off_tps(
     tokens: u32,
 ) -> Result<f64> {
     let mut edge = weights.session(local)?;
-    let live = LiveBudget::new(CloudBudget::off());
-    let mut unused_cloud = CloudClient::new(CloudConfig::new("http://127.0.0.1:9/v1"))?;
-    let collaboration = Collaboration {
-        edge: &mut edge,
-        cloud: Some(&mut unused_cloud as &mut dyn Cloud),
-        router,
-        budget: &live,
-        messages: &[],
-        spend: None,
-    };
+    let unused_cloud = CloudConfig::new("http://127.0.0.1:9/v1");
+    let mut decode_ms = 0;
+    let mut produced = 0;
     let options = DecodeOptions {
         max_tokens: tokens,
         ..DecodeOptions::default()
     };
-    let mut decode_ms = 0;
-    let mut produced = 0;
-    generate(collaboration, prompt, &options, &mut |e: Event| {
+    let on_event = &mut |e: Event| {
         match e {
             Event::Token { .. } => produced += 1,
             Event::Finished { timings, .. } => decode_ms = timings.total_ms - timings.prefill_ms,
             _ => {}
         }
         true
-    })?;
+    };
+    let budget = CloudBudget::off();
+    decode_reply(
+        &mut edge,
+        unused_cloud,
+        router,
+        budget,
+        prompt,
+        &options,
+        on_event,
+    )?;
     anyhow::ensure!(
         produced > tokens / 2,
         "the reply ended after {produced} tokens; pick a longer prompt"
@@ -383,27 +384,46 @@ fn routed_reply(
 ) -> Result<Usage> {
     let mut edge = weights.session(local)?;
     let prompt = edge.tokenize(&weights.chat_prompt(&[Message::user(text)])?, true);
-    let mut cloud = CloudClient::new(CloudConfig::new(cloud_url))?;
-    let live = LiveBudget::new(CloudBudget::share(0.25));
+    let options = DecodeOptions {
+        max_tokens: tokens,
+        span,
+        ..DecodeOptions::default()
+    };
+    let cloud = CloudConfig::new(cloud_url);
+    let budget = CloudBudget::share(0.25);
+    decode_reply(
+        &mut edge,
+        cloud,
+        router,
+        budget,
+        &prompt,
+        &options,
+        &mut |_: Event| true,
+    )
+}
+
+/// One reply through the app's decode loop, the edge with `cloud` under `budget`: the one
+/// place the benchmarks set up a collaboration.
+fn decode_reply(
+    edge: &mut dyn EdgeModel,
+    cloud: CloudConfig,
+    router: &dyn Router,
+    budget: CloudBudget,
+    prompt: &[i32],
+    options: &DecodeOptions,
+    sink: &mut dyn EventSink,
+) -> Result<Usage> {
+    let mut cloud = CloudClient::new(cloud)?;
+    let live = LiveBudget::new(budget);
     let collaboration = Collaboration {
-        edge: &mut edge,
+        edge,
         cloud: Some(&mut cloud as &mut dyn Cloud),
         router,
         budget: &live,
         messages: &[],
         spend: None,
     };
-    let options = DecodeOptions {
-        max_tokens: tokens,
-        span,
-        ..DecodeOptions::default()
-    };
-    Ok(generate(
-        collaboration,
-        &prompt,
-        &options,
-        &mut |_: Event| true,
-    )?)
+    Ok(generate(collaboration, prompt, options, sink)?)
 }
 
 /// `(requests, prompt tokens decoded)` from `tandem serve`'s `/metrics`.
