@@ -15,16 +15,49 @@ use std::time::Duration;
 /// the connection, the headers and each read of the body).
 pub(super) const STALL: Duration = Duration::from_secs(30);
 
+/// Why a download stopped, in words for the user (the partial file is kept unless said).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum DownloadError {
+    /// No connection, or the request failed (the innermost cause).
+    #[error("{0}")]
+    Request(String),
+    /// The server answered with a status that holds no bytes of the file.
+    #[error("HTTP {0}")]
+    Status(StatusCode),
+    /// The body broke off.
+    #[error("{error} after {done} of {total} bytes; pull again to resume")]
+    Read {
+        error: std::io::Error,
+        done: u64,
+        total: u64,
+    },
+    /// The connection ended early.
+    #[error("the connection closed after {done} of {total} bytes; pull again to resume")]
+    Closed { done: u64, total: u64 },
+    /// The server sent more than the catalogue's size; the download was deleted.
+    #[error(
+        "the server sent more than the model's {0} bytes; stopped there and deleted the \
+         download (a wrong or hostile mirror)"
+    )]
+    TooLong(u64),
+    /// The partial file could not be opened or written.
+    #[error("{what} {}: {error}", path.display())]
+    File {
+        what: &'static str,
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+}
+
 /// Downloads `url` into `partial`, continuing from what `partial` already holds; `stall`
-/// bounds each wait for bytes. Returns a sentence for the user on failure; the partial file
-/// is kept for the next attempt.
+/// bounds each wait for bytes. On failure the partial file is kept for the next attempt.
 pub(super) fn fetch(
     url: &str,
     partial: &Path,
     total: u64,
     stall: Duration,
     progress: &mut dyn FnMut(PullProgress),
-) -> Result<(), String> {
+) -> Result<(), DownloadError> {
     let mut have = partial.metadata().map_or(0, |m| m.len());
     if have > total {
         have = 0;
@@ -33,56 +66,56 @@ pub(super) fn fetch(
         .connect_timeout(Duration::from_secs(10))
         .timeout(stall)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| DownloadError::Request(describe(&e)))?;
     let mut request = client.get(url);
     if have > 0 {
         request = request.header(RANGE, format!("bytes={have}-"));
     }
-    let mut response = request.send().map_err(|e| describe(&e))?;
+    let mut response = request
+        .send()
+        .map_err(|e| DownloadError::Request(describe(&e)))?;
+    let file_error = |what, error| DownloadError::File {
+        what,
+        path: partial.to_path_buf(),
+        error,
+    };
     let (mut file, mut done) = match response.status() {
-        StatusCode::PARTIAL_CONTENT => (open_append(partial)?, have),
-        StatusCode::OK => (File::create(partial).map_err(|e| e.to_string())?, 0),
+        StatusCode::PARTIAL_CONTENT => (
+            OpenOptions::new()
+                .append(true)
+                .open(partial)
+                .map_err(|e| file_error("reopening", e))?,
+            have,
+        ),
+        StatusCode::OK => (
+            File::create(partial).map_err(|e| file_error("creating", e))?,
+            0,
+        ),
         StatusCode::RANGE_NOT_SATISFIABLE if have == total => return Ok(()),
-        status => return Err(format!("HTTP {status}")),
+        status => return Err(DownloadError::Status(status)),
     };
     let mut buffer = vec![0u8; 1 << 20];
     loop {
         let n = match response.read(&mut buffer) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) => {
-                return Err(format!(
-                    "{e} after {done} of {total} bytes; pull again to resume"
-                ))
-            }
+            Err(error) => return Err(DownloadError::Read { error, done, total }),
         };
         if done + n as u64 > total {
             drop(file);
             let _ = std::fs::remove_file(partial);
-            return Err(format!(
-                "the server sent more than the model's {total} bytes; stopped there and \
-                 deleted the download (a wrong or hostile mirror)"
-            ));
+            return Err(DownloadError::TooLong(total));
         }
         file.write_all(&buffer[..n])
-            .map_err(|e| format!("writing {}: {e}", partial.display()))?;
+            .map_err(|e| file_error("writing", e))?;
         done += n as u64;
         progress(PullProgress { done, total });
     }
-    file.sync_all().map_err(|e| e.to_string())?;
+    file.sync_all().map_err(|e| file_error("writing", e))?;
     if done != total {
-        return Err(format!(
-            "the connection closed after {done} of {total} bytes; pull again to resume"
-        ));
+        return Err(DownloadError::Closed { done, total });
     }
     Ok(())
-}
-
-fn open_append(path: &Path) -> Result<File, String> {
-    OpenOptions::new()
-        .append(true)
-        .open(path)
-        .map_err(|e| format!("reopening {}: {e}", path.display()))
 }
 
 /// reqwest's own message is "error sending request"; the cause is what helps.
@@ -203,7 +236,8 @@ mod tests {
             Duration::from_millis(300),
             &mut |_| {},
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "waited {:?} on a silent server",
