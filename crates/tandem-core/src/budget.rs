@@ -460,8 +460,8 @@ impl ReplyBudget {
         let own = self.room(share, allowance);
         // Credit past the account's savings would be lost were the reply to end here: a
         // whole token of it lowers the bar to anything, so a session whose replies earn more
-        // than their scores spend still gets the share set (chat replies landed 2.7 points
-        // under 15%; at the room's pull, 1.8).
+        // than their scores spend still gets the share set (chat's replies, mostly certain
+        // positions, fell short of it by the credit they dropped: `docs/eval/log.md`).
         let unkept = (self.earned(share, self.credit) - SAVINGS).max(0.0);
         let bar = self.threshold - CREDIT_PULL * (own - allowance) - UNKEPT_PULL * unkept;
         let wanted = score >= bar.max(MIN_THRESHOLD)
