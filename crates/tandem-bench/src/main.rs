@@ -341,7 +341,6 @@ fn routed_off_tps(
     tokens: u32,
 ) -> Result<f64> {
     let mut edge = weights.session(local)?;
-    let unused_cloud = CloudConfig::new("http://127.0.0.1:9/v1");
     let mut decode_ms = 0;
     let mut produced = 0;
     let options = DecodeOptions {
@@ -356,6 +355,8 @@ fn routed_off_tps(
         }
         true
     };
+    // The budget is off: the cloud, on a port nothing listens on, is never asked.
+    let unused_cloud = "http://127.0.0.1:9/v1";
     let budget = CloudBudget::off();
     decode_reply(
         &mut edge,
@@ -389,11 +390,10 @@ fn routed_reply(
         span,
         ..DecodeOptions::default()
     };
-    let cloud = CloudConfig::new(cloud_url);
     let budget = CloudBudget::share(0.25);
     decode_reply(
         &mut edge,
-        cloud,
+        cloud_url,
         router,
         budget,
         &prompt,
@@ -402,18 +402,18 @@ fn routed_reply(
     )
 }
 
-/// One reply through the app's decode loop, the edge with `cloud` under `budget`: the one
-/// place the benchmarks set up a collaboration.
+/// One reply through the app's decode loop, the edge with the cloud at `cloud_url` under
+/// `budget`: the one place the benchmarks set up a collaboration.
 fn decode_reply(
     edge: &mut dyn EdgeModel,
-    cloud: CloudConfig,
+    cloud_url: &str,
     router: &dyn Router,
     budget: CloudBudget,
     prompt: &[i32],
     options: &DecodeOptions,
     sink: &mut dyn EventSink,
 ) -> Result<Usage> {
-    let mut cloud = CloudClient::new(cloud)?;
+    let mut cloud = CloudClient::new(CloudConfig::new(cloud_url))?;
     let live = LiveBudget::new(budget);
     let collaboration = Collaboration {
         edge,
