@@ -17,7 +17,7 @@ use crate::budget::{LiveBudget, ReplyBudget, RouteDecision};
 use crate::cloud::{
     Arrival, Cloud, CloudError, CloudReply, CloudRequest, InFlight, STOP_POLL, VOCAB_PROBE,
 };
-use crate::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
+use crate::edge::{EdgeError, EdgeModel, Step, TokenId};
 use crate::event::{Event, EventSink, FinishReason, NoticeKind, Timings, TokenSource, Usage};
 use crate::message::Message;
 use crate::router::Router;
@@ -284,19 +284,13 @@ impl Reply<'_, '_> {
     }
 
     /// The edge's step after each of `tokens`, taken from the draft as far as it agrees with
-    /// them and decoded one token at a time from there, as the draft decodes them. llama.cpp's
-    /// numbers depend on how many tokens a batch holds (on the CPU, Q4_K weights take another
-    /// kernel from four tokens on: the 0.5B edge's top-1 probability 0.719 alone, 0.712 in a
-    /// batch of four), enough to move a router score across the bar; decoded one at a time,
-    /// a reply is the same whether the cloud answered before the draft was written or after.
+    /// them and decoded one token at a time from there, as the draft decodes them, so a
+    /// reply is the same whether the cloud answered before the draft was written or after
+    /// ([`EdgeModel::extend_each`]).
     fn decode_each(&mut self, tokens: &[TokenId]) -> Result<Vec<Step>, EdgeError> {
         let mut steps = self.draft.take(&mut *self.edge, tokens);
-        for &token in &tokens[steps.len()..] {
-            let step = self
-                .edge
-                .extend(&[token], Outputs::Last, &mut self.sampler)?;
-            steps.extend(step);
-        }
+        let rest = &tokens[steps.len()..];
+        steps.extend(self.edge.extend_each(rest, &mut self.sampler)?);
         Ok(steps)
     }
 

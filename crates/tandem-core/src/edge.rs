@@ -82,6 +82,24 @@ pub trait EdgeModel {
     /// Drops every cached token from position `len` on.
     fn truncate(&mut self, len: usize);
 
+    /// Appends `tokens` one at a time and reads every position, as a reply is decoded.
+    /// llama.cpp's numbers depend on how many tokens a batch holds (on the CPU, Q4_K weights
+    /// take another kernel from four tokens on: the 0.5B edge's top-1 probability 0.719
+    /// alone, 0.712 in a batch of four), enough to move a router score across its bar; read
+    /// this way, a position looks the same to the router however the loop came to it (a
+    /// draft, a cloud span, a training label).
+    fn extend_each(
+        &mut self,
+        tokens: &[TokenId],
+        sampler: &mut Sampler,
+    ) -> Result<Vec<Step>, EdgeError> {
+        let mut steps = Vec::with_capacity(tokens.len());
+        for &token in tokens {
+            steps.extend(self.extend(&[token], Outputs::Last, sampler)?);
+        }
+        Ok(steps)
+    }
+
     /// Makes the cache hold exactly `prompt`, decoding only what differs from what is
     /// cached (so a chat never re-reads its history). Returns the step after the prompt and
     /// how many tokens were decoded.

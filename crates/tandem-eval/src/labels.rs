@@ -18,7 +18,7 @@ use crate::data::Row;
 use crate::features::{FeatureWriter, Record};
 use crate::task::{self, ChoiceFormat};
 use tandem_core::cloud::{Cloud, CloudError, CloudRequest, VOCAB_PROBE};
-use tandem_core::edge::{EdgeError, EdgeModel, Outputs, TokenId};
+use tandem_core::edge::{EdgeError, EdgeModel, TokenId};
 use tandem_core::local::{EdgeWeights, LoadError};
 use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
@@ -298,8 +298,9 @@ fn teacher_force(
     let (first, _) = edge.sync(prompt, sampler)?;
     let mut steps = vec![first];
     // Position i is predicted by the step after token i-1; the last answer token predicts
-    // nothing we need.
-    steps.extend(edge.extend(&answer[..answer.len() - 1], Outputs::All, sampler)?);
+    // nothing we need. One token at a time, as the app decodes a reply, so the router learns
+    // from the numbers it will see.
+    steps.extend(edge.extend_each(&answer[..answer.len() - 1], sampler)?);
     Ok(steps
         .into_iter()
         .zip(answer)

@@ -3,6 +3,7 @@
 use super::*;
 use crate::budget::CloudBudget;
 use crate::cloud::CloudReply;
+use crate::edge::Outputs;
 use crate::router::EntropyRouter;
 use crate::signals::Signals;
 use std::cell::Cell;
