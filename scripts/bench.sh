@@ -12,6 +12,8 @@ cd "$ROOT"
 BIN="$(build_packages release tandem-cli tandem-bench)"
 TANDEM="$BIN/tandem"
 "$TANDEM" models pull qwen2.5-coder-0.5b qwen2.5-coder-1.5b
+# The network comparison's long replies answer MT-bench prompts (open:dev).
+"$TANDEM" data pull open
 LLAMA_SERVER="$(bash scripts/build-llama-server.sh)"
 mkdir -p bench
 "$BIN/tandem-bench" \

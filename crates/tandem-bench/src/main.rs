@@ -74,7 +74,11 @@ struct Args {
     /// run with, after the rows without one (the app's default).
     #[arg(long, value_delimiter = ',')]
     max_wait_ms: Vec<u32>,
-    /// `chat:dev` prompts per round-trip time.
+    /// Prompt sets of the network comparison: `chat:dev`'s factual questions (replies of a
+    /// sentence) and `open:dev`'s MT-bench prompts (long replies; `tandem data pull open`).
+    #[arg(long, value_delimiter = ',', default_value = "chat:dev,open:dev")]
+    network_sets: Vec<String>,
+    /// Prompts of each set per round-trip time.
     #[arg(long, default_value_t = 8)]
     network_prompts: usize,
     /// Tokens per reply at most in the network comparison.
@@ -114,6 +118,7 @@ fn main() -> Result<()> {
             rtts: &args.rtts,
             server_times: &args.server_times,
             wait_limits: &args.max_wait_ms,
+            sets: &args.network_sets,
             prompts: args.network_prompts,
             max_tokens: args.network_tokens,
         })?);

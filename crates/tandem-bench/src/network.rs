@@ -3,9 +3,12 @@
 //! Through the app's own path (an [`Engine`] from the app's default settings, one
 //! conversation per prompt, so each opens a connection and checks the vocabulary as a new
 //! chat does), the stand-in model behind [`DelayProxy`] at several round-trip times. For each
-//! prompt of `chat:dev` (every `k`-th row), interleaved: edge-only, routed waiting for each
+//! prompt of each set (every `k`-th row), interleaved: edge-only, routed waiting for each
 //! request (drafting off), and routed with the edge drafting while it waits (the default).
-//! Ratios are medians of per-prompt ratios, so a noisy machine moves both sides alike.
+//! Ratios are medians of per-prompt ratios, so a noisy machine moves both sides alike. The
+//! sets differ in what a round trip weighs: `chat:dev`'s factual questions get replies of a
+//! sentence, where one request is a large part of the reply's time, `open:dev`'s (MT-bench)
+//! get replies of a hundred tokens and more.
 //!
 //! The cloud's own time is measured two ways: the stand-in computing every answer on this
 //! machine's CPU, and the same answers replayed after a fixed server time ([`Replay`]), as a
@@ -43,7 +46,9 @@ pub struct Setup<'a> {
     /// Wait limits for the routed replies to run with after the rows without one, in
     /// milliseconds.
     pub wait_limits: &'a [u32],
-    /// Prompts per round-trip time.
+    /// Prompt sets (`chat:dev`, `open:dev`, …).
+    pub sets: &'a [String],
+    /// Prompts of each set per round-trip time.
     pub prompts: usize,
     /// Tokens per reply at most.
     pub max_tokens: u32,
@@ -75,43 +80,82 @@ pub fn run(setup: &Setup<'_>) -> Result<String> {
         data: home.join("data"),
         cache: home.join("cache"),
     };
-    let questions = questions(setup.prompts, &paths.cache)?;
+    let sets = setup
+        .sets
+        .iter()
+        .map(|set| Ok((set.as_str(), questions(set, setup.prompts)?)))
+        .collect::<Result<Vec<_>>>()?;
     let replay = Replay::start(setup.cloud)?;
     let mut out = String::from(
-        "| cloud's own time | RTT (± 10% jitter) | routed ÷ edge-only wall time, waiting | same, drafting (default) | first token: edge-only → waiting → drafting | requests per reply | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting | drafting's reply identical to waiting's | connections opened |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        "| prompts (median reply, edge-only) | cloud's own time | RTT (± 10% jitter) | routed ÷ edge-only wall time, waiting | same, drafting (default) | first token: edge-only → waiting → drafting | requests per reply | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting | drafting's reply identical to waiting's | connections opened |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
     );
     let servers = std::iter::once(None).chain(setup.server_times.iter().copied().map(Some));
+    let limits: Vec<_> = std::iter::once(None)
+        .chain(setup.wait_limits.iter().copied().map(Some))
+        .collect();
     for server_ms in servers {
         replay.set_server_time(server_ms.map(Duration::from_millis));
-        let limits = std::iter::once(None).chain(setup.wait_limits.iter().copied().map(Some));
-        for limit in limits {
-            for &rtt in setup.rtts {
-                let distance = Distance {
-                    rtt: Duration::from_millis(rtt),
-                    jitter: Duration::from_millis(rtt / 10),
-                };
-                let (answers, connections) =
-                    at_distance(setup, &paths, &questions, replay.address(), distance, limit)?;
-                let (replayed, missed) = replay.counts();
-                let mut server = match server_ms {
-                    None => "stand-in on this CPU".to_owned(),
-                    Some(ms) => {
-                        format!("{ms} ms (replayed: {replayed} answers, {missed} not recorded)")
-                    }
-                };
-                if let Some(limit) = limit {
-                    server.push_str(&format!(", wait limit {limit} ms"));
+        for (set, questions) in &sets {
+            for &limit in &limits {
+                for &rtt in setup.rtts {
+                    let case = Case {
+                        server_ms,
+                        limit,
+                        rtt,
+                    };
+                    out.push_str(&measure(setup, &paths, &replay, set, questions, case)?);
                 }
-                eprintln!(
-                    "   {server}, RTT {rtt} ms: {} replies each way",
-                    answers.len()
-                );
-                out.push_str(&row(&server, rtt, &answers, connections));
             }
         }
     }
     let _ = std::fs::remove_dir_all(&home);
     Ok(out)
+}
+
+/// One row's conditions: the cloud's own time (`None`: the stand-in computing), the wait
+/// limit and the round trip.
+#[derive(Clone, Copy)]
+struct Case {
+    server_ms: Option<u64>,
+    limit: Option<u32>,
+    rtt: u64,
+}
+
+/// One row of the table: `questions` of `set` answered under `case`.
+fn measure(
+    setup: &Setup<'_>,
+    paths: &Paths,
+    replay: &Replay,
+    set: &str,
+    questions: &[String],
+    case: Case,
+) -> Result<String> {
+    let distance = Distance {
+        rtt: Duration::from_millis(case.rtt),
+        jitter: Duration::from_millis(case.rtt / 10),
+    };
+    let (answers, connections) = at_distance(
+        setup,
+        paths,
+        questions,
+        replay.address(),
+        distance,
+        case.limit,
+    )?;
+    let (replayed, missed) = replay.counts();
+    let mut server = match case.server_ms {
+        None => "stand-in on this CPU".to_owned(),
+        Some(ms) => format!("{ms} ms (replayed: {replayed} answers, {missed} not recorded)"),
+    };
+    if let Some(limit) = case.limit {
+        server.push_str(&format!(", wait limit {limit} ms"));
+    }
+    eprintln!(
+        "   {set}, {server}, RTT {} ms: {} replies each way",
+        case.rtt,
+        answers.len()
+    );
+    Ok(row(set, &server, case.rtt, &answers, connections))
 }
 
 /// Every question at one distance, edge-only, waiting and drafting, routed under the wait
@@ -144,9 +188,9 @@ fn at_distance(
     Ok((answers, proxy.connections()))
 }
 
-/// Every `k`-th `chat:dev` question, `count` in all, as the app sends them.
-fn questions(count: usize, cache: &Path) -> Result<Vec<String>> {
-    let rows = data::load("chat:dev", cache, None)?;
+/// Every `k`-th question of `set`, `count` in all, as the app sends them.
+fn questions(set: &str, count: usize) -> Result<Vec<String>> {
+    let rows = data::load(set, &data::dir(), None)?;
     let every = (rows.len() / count.max(1)).max(1);
     Ok(rows
         .iter()
@@ -208,7 +252,7 @@ fn reply(
     })
 }
 
-fn row(server: &str, rtt: u64, answers: &[Prompted], connections: u64) -> String {
+fn row(set: &str, server: &str, rtt: u64, answers: &[Prompted], connections: u64) -> String {
     let ratio = |pick: fn(&Prompted) -> &Measured| {
         median(
             answers
@@ -237,8 +281,10 @@ fn row(server: &str, rtt: u64, answers: &[Prompted], connections: u64) -> String
         .iter()
         .filter(|a| a.drafting.text == a.waiting.text)
         .count();
+    let reply_tokens = median(answers.iter().map(|a| f64::from(a.edge.tokens)));
     format!(
-        "| {server} | {rtt} ms | {:.2}× | {:.2}× | {:.2} → {:.2} → {:.2} s | {:.1} | {:.1} | {:.1} / {:.1} / {:.1} | {identical} of {} | {connections} |\n",
+        "| {set} ({:.0} tokens) | {server} | {rtt} ms | {:.2}× | {:.2}× | {:.2} → {:.2} → {:.2} s | {:.1} | {:.1} | {:.1} / {:.1} / {:.1} | {identical} of {} | {connections} |\n",
+        reply_tokens,
         ratio(|a| &a.waiting),
         ratio(|a| &a.drafting),
         first(|a| &a.edge),

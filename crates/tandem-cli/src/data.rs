@@ -2,7 +2,6 @@
 //! the cache.
 
 use anyhow::Result;
-use tandem_core::paths::Paths;
 use tandem_eval::data;
 
 /// What to do with data sets.
@@ -16,17 +15,12 @@ pub enum Action {
     },
 }
 
-/// Where pulled data lives.
-pub fn dir() -> std::path::PathBuf {
-    Paths::discover().cache.join("data")
-}
-
 /// Runs it.
 pub fn run(action: Action) -> Result<()> {
     let Action::Pull { names } = action;
     for name in names {
         for split in data::splits_of(&name)? {
-            let (path, rows) = data::pull(&split, &dir())?;
+            let (path, rows) = data::pull(&split, &data::dir())?;
             eprintln!("{}: {rows} questions, {}", split.name, path.display());
         }
     }

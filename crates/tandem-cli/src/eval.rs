@@ -78,7 +78,7 @@ pub struct Args {
 
 /// Runs it.
 pub fn run(args: Args) -> Result<()> {
-    let rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
+    let rows = data::load(&args.data, &data::dir(), args.limit)?;
     anyhow::ensure!(!rows.is_empty(), "no questions in {}", args.data);
     let metric = Metric::of(&rows).map_err(anyhow::Error::msg)?;
     let default_kind = RouterKind::DEFAULT;

@@ -59,7 +59,7 @@ pub struct Args {
 
 /// Runs it.
 pub fn run(args: Args) -> Result<()> {
-    let mut rows = data::load(&args.data, &crate::data::dir(), args.limit)?;
+    let mut rows = data::load(&args.data, &data::dir(), args.limit)?;
     rows.drain(..args.from.min(rows.len()));
     anyhow::ensure!(
         args.judged || rows.iter().all(|r| r.is_graded()),

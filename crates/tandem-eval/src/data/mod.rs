@@ -14,6 +14,11 @@ mod splits;
 
 pub use splits::{pull, splits_of, Split, SPLITS};
 
+/// Where `tandem data pull` keeps the sets it fetched: the platform cache's `data` folder.
+pub fn dir() -> std::path::PathBuf {
+    tandem_core::paths::Paths::discover().cache.join("data")
+}
+
 use serde::{Deserialize, Serialize};
 use splits::{cached, split_names, SourceFormat};
 use std::path::{Path, PathBuf};
