@@ -799,6 +799,12 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         assert!(scores
             .iter()
             .all(|s| (0.0..=1.0).contains(&s.as_f64().unwrap())));
+        // Which of its positions the cloud wrote: one per cloud token, within the reply.
+        let cloud_at = reply["cloud_positions"].as_array().unwrap();
+        assert_eq!(cloud_at.len(), tokens, "{reply}");
+        assert!(cloud_at
+            .iter()
+            .all(|p| (p.as_u64().unwrap() as usize) < scores.len()));
         // And what the router saw where it scored: the reply's first position first, then
         // a top-1 probability, a margin no larger than it and an entropy, as the edge had them.
         // (One more than the tokens when the reply ended on the edge's end of turn.)

@@ -22,7 +22,7 @@ use tandem_core::cloud::Cloud;
 use tandem_core::decode::{generate, Collaboration, DecodeOptions};
 use tandem_core::edge::{EdgeError, EdgeModel};
 use tandem_core::engine::ReplyError;
-use tandem_core::event::{Event, FinishReason};
+use tandem_core::event::{Event, FinishReason, TokenSource};
 use tandem_core::local::{EdgeWeights, LoadError};
 use tandem_core::message::Message;
 use tandem_core::router::{Features, FixedRouter, Router, RouterKind};
@@ -236,6 +236,10 @@ pub struct ReplyRecord {
     /// first (the answer's letter, or the wording around it).
     #[serde(default)]
     pub scores: Vec<f32>,
+    /// The positions of the reply whose token the cloud wrote, to see where a router spent
+    /// its share (the answer's letter, or the words after it).
+    #[serde(default)]
+    pub cloud_positions: Vec<u32>,
     /// What the router saw at each position it scored: `[position in the reply, top-1
     /// probability, top-1 − top-2 margin, entropy in nats]`, so that other scores of the same
     /// positions can be ranked offline: one row per position of the reply as it stands (a
@@ -413,11 +417,20 @@ pub fn evaluate(
             let run = &mut runs[(q + k) % count];
             let mut reply = String::new();
             let mut scores = Vec::new();
+            let mut cloud_positions = Vec::new();
             let mut failures = 0u64;
             let mut ended = false;
             let mut sink = |event: Event| {
                 match event {
-                    Event::Token { text, score, .. } => {
+                    Event::Token {
+                        text,
+                        score,
+                        source,
+                        ..
+                    } => {
+                        if source == TokenSource::Cloud {
+                            cloud_positions.push(scores.len() as u32);
+                        }
                         reply.push_str(&text);
                         // Four decimals keep replies.jsonl small.
                         scores.push((score * 1e4).round() / 1e4);
@@ -469,6 +482,7 @@ pub fn evaluate(
                 outcome,
                 cloud_tokens: usage.cloud_tokens,
                 scores,
+                cloud_positions,
                 signals: recorder.take(),
             });
         }
