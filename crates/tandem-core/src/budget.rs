@@ -13,10 +13,10 @@
 //! much. Past its opening (its first position the router wants: a choice's letter, a yes
 //! or no, the letter after "Answer:") a reply leaves one token of the account for the next
 //! reply's opening, which decides all of a short reply, while its later words, spread over
-//! many phrasings, outscore it. A request asks for no more tokens than the room left, so a reply near its
-//! limit never overshoots by a whole span. The threshold tracks the score quantile that
-//! matches the target share, so the budget lands on the least confident positions of the
-//! whole reply rather than on whichever come first.
+//! many phrasings, outscore it. A request asks for no more tokens than the room left, so a
+//! reply near its limit never overshoots by a whole span. The threshold tracks the score
+//! quantile that matches the target share, so the budget lands on the least confident
+//! positions of the whole reply rather than on whichever come first.
 
 use crate::event::TokenSource;
 use serde::{Deserialize, Serialize};
@@ -783,7 +783,7 @@ mod tests {
     ) -> (u32, usize) {
         let live = LiveBudget::new(CloudBudget::share(share));
         let router = crate::router::FixedRouter(0.0);
-        let (mut cloud, mut first_routed) = (0, 0);
+        let (mut cloud, mut decisive_routed) = (0, 0);
         for r in 0..replies {
             let mut reply = live.open_reply(&router);
             let mut position = 0;
@@ -795,7 +795,7 @@ mod tests {
                     }
                     RouteDecision::Cloud { max_tokens } => {
                         let took = accepted.min(max_tokens);
-                        first_routed += usize::from(position == decisive);
+                        decisive_routed += usize::from(position == decisive);
                         reply.record(0, took, 0.0);
                         cloud += took;
                         position += took as usize;
@@ -804,7 +804,7 @@ mod tests {
             }
             live.settle(&reply);
         }
-        (cloud, first_routed)
+        (cloud, decisive_routed)
     }
 
     #[test]

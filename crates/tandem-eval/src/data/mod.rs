@@ -14,15 +14,15 @@ mod splits;
 
 pub use splits::{pull, splits_of, Split, SPLITS};
 
-/// Where `tandem data pull` keeps the sets it fetched: the platform cache's `data` folder.
-pub fn dir() -> std::path::PathBuf {
-    tandem_core::paths::Paths::discover().cache.join("data")
-}
-
 use serde::{Deserialize, Serialize};
 use splits::{cached, split_names, SourceFormat};
 use std::path::{Path, PathBuf};
 use tandem_core::packages::PackageError;
+
+/// Where `tandem data pull` keeps the sets it fetched: the platform cache's `data` folder.
+pub fn dir() -> PathBuf {
+    tandem_core::paths::Paths::discover().cache.join("data")
+}
 
 /// The choices of a multiple-choice question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
