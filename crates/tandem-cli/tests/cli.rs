@@ -829,10 +829,28 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
 fn eval_under_a_wait_limit_asks_a_slow_cloud_less_and_records_the_limit() {
     let Some(model) = smollm2() else { return };
     let home = tempfile::tempdir().unwrap();
-    let data = ten_questions(home.path());
+    // Chat replies of a sentence or more ask more than once each; a choice's reply of three
+    // tokens asks only for its opening, slow cloud or not.
+    let data = home.path().join("chat.jsonl");
+    let questions = [
+        "What is the capital of France?",
+        "How many legs does a spider have?",
+        "Which planet is closest to the sun?",
+        "What gas do plants take in?",
+        "Who wrote Romeo and Juliet?",
+        "What is the largest ocean?",
+    ];
+    let lines: Vec<String> = questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            serde_json::json!({"id": format!("c{i}"), "question": q, "accept": ["the"]}).to_string()
+        })
+        .collect();
+    std::fs::write(&data, lines.join("\n") + "\n").unwrap();
     let requests = |flags: &[&str]| {
         // Every request takes 60 ms: past a 20 ms limit from the first answer on.
-        let fake = FakeCloud::start(Script::cycle(&[" B"])).unwrap();
+        let fake = FakeCloud::start(Script::cycle(&["."])).unwrap();
         fake.push_faults((0..400).map(|_| Fault::Delay(std::time::Duration::from_millis(60))));
         let out = home.path().join(format!("results-{}", flags.len()));
         let budgets = ["--router", "default", "--budgets", "0.3"];
