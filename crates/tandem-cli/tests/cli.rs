@@ -620,10 +620,16 @@ fn with_no_cloud_configured_the_local_stand_in_serves_and_none_means_local_only(
     assert_eq!(events.last().unwrap()["usage"]["cloud_requests"], 0);
 }
 
+/// Writes `rows` as the JSONL file `--data` reads, one row a line.
+fn write_rows(path: &std::path::Path, rows: impl IntoIterator<Item = serde_json::Value>) {
+    let lines: Vec<String> = rows.into_iter().map(|row| row.to_string() + "\n").collect();
+    std::fs::write(path, lines.concat()).unwrap();
+}
+
 /// Ten easy multiple-choice questions in the CommonsenseQA row shape `--data` accepts.
 fn ten_questions(dir: &std::path::Path) -> PathBuf {
     let path = dir.join("ten.jsonl");
-    let lines: Vec<String> = [
+    let rows = [
         (
             "What colour is the sky on a clear day?",
             ["green", "blue", "red"],
@@ -643,15 +649,13 @@ fn ten_questions(dir: &std::path::Path) -> PathBuf {
         ("Which one flies?", ["bird", "rock", "table"], "A"),
         ("What do bees make?", ["milk", "silk", "honey"], "C"),
     ]
-    .iter()
+    .into_iter()
     .enumerate()
     .map(|(i, (q, texts, key))| {
         serde_json::json!({"id": format!("q{i}"), "question": q,
             "choices": {"label": ["A", "B", "C"], "text": texts}, "answerKey": key})
-        .to_string()
-    })
-    .collect();
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    });
+    write_rows(&path, rows);
     path
 }
 
@@ -840,14 +844,12 @@ fn eval_under_a_wait_limit_asks_a_slow_cloud_less_and_records_the_limit() {
         "Who wrote Romeo and Juliet?",
         "What is the largest ocean?",
     ];
-    let lines: Vec<String> = questions
-        .iter()
-        .enumerate()
-        .map(|(i, q)| {
-            serde_json::json!({"id": format!("c{i}"), "question": q, "accept": ["the"]}).to_string()
-        })
-        .collect();
-    std::fs::write(&data, lines.join("\n") + "\n").unwrap();
+    write_rows(
+        &data,
+        questions.iter().enumerate().map(
+            |(i, q)| serde_json::json!({"id": format!("c{i}"), "question": q, "accept": ["the"]}),
+        ),
+    );
     let requests = |flags: &[&str]| {
         // Every request takes 60 ms: past a 20 ms limit from the first answer on.
         let fake = FakeCloud::start(Script::cycle(&["."])).unwrap();
@@ -894,12 +896,13 @@ fn eval_scores_open_prompts_by_the_judges_log_probability() {
         "Name three colours.",
         "Write a four-word title for a story about a cat.",
     ];
-    let lines: Vec<String> = prompts
-        .iter()
-        .enumerate()
-        .map(|(i, q)| serde_json::json!({"id": format!("o{i}"), "question": q}).to_string())
-        .collect();
-    std::fs::write(&data, lines.join("\n") + "\n").unwrap();
+    write_rows(
+        &data,
+        prompts
+            .iter()
+            .enumerate()
+            .map(|(i, q)| serde_json::json!({"id": format!("o{i}"), "question": q})),
+    );
     let out = home.path().join("results");
     let (stdout, results) = eval(
         home.path(),
