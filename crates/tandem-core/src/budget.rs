@@ -359,11 +359,10 @@ const SAVINGS: f32 = 2.0 * ALLOWANCE;
 /// first wants the cloud, not the reply's first token: the edge writes "Answer: D. because…"
 /// when asked for the reason first, and a reserve from its first token on kept the letter
 /// after "Answer:" from the account in 51 of 70 replies where the cloud's letter differed
-/// (`docs/eval/log.md`). Two tokens, not one: with one, 9 of the 10 replies still missing a
-/// differing letter came after short replies that had spent the account down to it on
-/// their reasons' words; with two the letter came from the cloud in 95 replies of 100 and
-/// a fifth fewer requests went to reason words. A chat reply earns several tokens and its
-/// account rarely comes down to it.
+/// (`docs/eval/log.md`). Two tokens, not one: with one, a few short replies in a row could
+/// spend the account down to it on their reasons' words, and the next opening's letter
+/// went without (`docs/eval/log.md`, "A reserve of two tokens"). A chat reply earns several
+/// tokens and its account rarely comes down to it.
 const OPENING_RESERVE: f32 = 2.0;
 /// The budget rule's name in evaluation results: the account, with the savings it keeps,
 /// the reserve kept past the opening (the first position wanted) and the overflow spent.
