@@ -1,11 +1,12 @@
 //! The collaborative loop: the edge model decodes, the router scores every position, the
 //! budget decides, and the cloud supplies the tokens that matter.
 //!
-//! Cloud tokens are fed back into the edge's KV cache one at a time, as the edge decodes its
-//! own (a reply does not depend on how its tokens were batched), so the edge continues from
+//! Every token is shown as soon as it is chosen, then fed into the edge's KV cache, one at a
+//! time (a reply does not depend on how its tokens were batched), so the edge continues from
 //! exactly the text the user sees. A span of several cloud tokens is kept only while
 //! the edge would have routed those positions too, already agrees with the cloud, or would
-//! otherwise finish a word the cloud began in its own way; the rest is rolled back. A kept token the router did not want and the edge would have written
+//! otherwise finish a word the cloud began in its own way; the rest is never decoded. A kept
+//! token the router did not want and the edge would have written
 //! itself is the edge's token: it changes nothing the user reads, so it is shown as local and
 //! does not spend the budget, which stays for the positions the router does want (in chat,
 //! most span tokens past the first are such agreements). A cloud failure never ends a reply:
@@ -246,15 +247,14 @@ impl Reply<'_, '_> {
                 },
                 RouteDecision::Edge => CloudOutcome::UseEdge,
             };
-            let (emitted, next) = match outcome {
-                CloudOutcome::Continued { tokens, next } => (tokens, next),
+            let (shown, next) = match outcome {
+                CloudOutcome::Continued { shown, next } => (shown, next),
                 CloudOutcome::EndedReply => return Ok(FinishReason::Stop),
                 CloudOutcome::Stopped => return Ok(FinishReason::Cancelled),
                 CloudOutcome::UseEdge => {
                     if self.edge.is_end_of_turn(step.token) {
                         return Ok(FinishReason::Stop);
                     }
-                    let next = self.decode(&[step.token])?;
                     let token = Emitted {
                         id: step.token,
                         source: TokenSource::Edge,
@@ -262,36 +262,30 @@ impl Reply<'_, '_> {
                         edge_candidate: None,
                         request_ms: None,
                     };
-                    self.account(std::slice::from_ref(&token), 0.0);
-                    (vec![token], next)
+                    // Shown as soon as it is chosen; decoding it is for the next position.
+                    if !self.show(token, 0.0, sink) {
+                        return Ok(FinishReason::Cancelled);
+                    }
+                    (1, self.decode(step.token)?)
                 }
             };
-            generated += emitted.len() as u32;
-            for token in emitted {
-                if !self.emit(token, sink) {
-                    return Ok(FinishReason::Cancelled);
-                }
-            }
+            generated += shown;
             step = next;
         }
         Ok(FinishReason::Length)
     }
 
-    fn decode(&mut self, tokens: &[TokenId]) -> Result<Step, EdgeError> {
-        self.decode_each(tokens)?
+    /// The edge's step after `token`, taken from the draft where the draft wrote the same
+    /// token, decoded otherwise, as the draft decodes it, so a reply is the same whether the
+    /// cloud answered before the draft was written or after ([`EdgeModel::extend_each`]).
+    fn decode(&mut self, token: TokenId) -> Result<Step, EdgeError> {
+        if let Some(step) = self.draft.take(&mut *self.edge, &[token]).pop() {
+            return Ok(step);
+        }
+        self.edge
+            .extend_each(&[token], &mut self.sampler)?
             .pop()
             .ok_or_else(|| EdgeError::Decode("no output row".into()))
-    }
-
-    /// The edge's step after each of `tokens`, taken from the draft as far as it agrees with
-    /// them and decoded one token at a time from there, as the draft decodes them, so a
-    /// reply is the same whether the cloud answered before the draft was written or after
-    /// ([`EdgeModel::extend_each`]).
-    fn decode_each(&mut self, tokens: &[TokenId]) -> Result<Vec<Step>, EdgeError> {
-        let mut steps = self.draft.take(&mut *self.edge, tokens);
-        let rest = &tokens[steps.len()..];
-        steps.extend(self.edge.extend_each(rest, &mut self.sampler)?);
-        Ok(steps)
     }
 
     /// Waits for `in_flight`, drafting the edge's continuation meanwhile; `None` when the
@@ -572,9 +566,11 @@ impl Reply<'_, '_> {
         }
     }
 
-    /// Decodes the answer's tokens into the edge's cache and keeps the span as far as the
-    /// budget lets it go on (`first` is the cloud's token at the routed position); the rest
-    /// is rolled back.
+    /// Shows the answer's tokens as far as the budget lets the span go on (`first` is the
+    /// cloud's token at the routed position, kept whatever follows): each token is shown as
+    /// soon as it is decided, before the edge decodes it, and the edge decodes only the tokens
+    /// kept, so a span cut short costs no decoding and leaves the draft, the edge's own way
+    /// on from there, in place.
     fn accept_span(
         &mut self,
         answer: &Answer,
@@ -584,42 +580,48 @@ impl Reply<'_, '_> {
         let tokens = &answer.tokens;
         let request_ms = first.request_ms;
         let start = self.confirmed_len();
-        let steps = self.decode_each(tokens)?;
-        // Position i of the span was predicted by the step before it.
-        let mut kept = vec![first];
-        for (i, &token) in tokens.iter().enumerate().skip(1) {
-            let before = &steps[i - 1];
+        let mut token = first;
+        let mut cost = answer.cost;
+        for i in 1.. {
+            let id = token.id;
+            if !self.show(token, cost, sink) {
+                return Ok(CloudOutcome::Stopped);
+            }
+            cost = 0.0;
+            if i == tokens.len() && answer.ends_turn {
+                return Ok(CloudOutcome::EndedReply);
+            }
+            // Position i of the span is predicted by the step after the token before it.
+            let before = self.decode(id)?;
+            let shown = i as u32;
+            let Some(&next) = tokens.get(i) else {
+                return Ok(CloudOutcome::Continued {
+                    shown,
+                    next: before,
+                });
+            };
             let position = (start + i - self.reply_start) as u32;
             let position_score = self.router.score(&before.features(position));
             let Some(source) = self.controller.span_token_source(
                 position_score,
-                before.token == token,
-                continues_word(&self.edge.piece_text(token)),
+                before.token == next,
+                continues_word(&self.edge.piece_text(next)),
             ) else {
-                break;
+                return Ok(CloudOutcome::Continued {
+                    shown,
+                    next: before,
+                });
             };
             let wanted = source == TokenSource::Cloud;
-            kept.push(Emitted {
-                id: token,
+            token = Emitted {
+                id: next,
                 source,
                 score: position_score,
                 edge_candidate: wanted.then_some(before.token),
                 request_ms: request_ms.filter(|_| wanted),
-            });
+            };
         }
-        if kept.len() < tokens.len() {
-            self.draft.discard(&mut *self.edge);
-            self.edge.truncate(start + kept.len());
-        }
-        self.account(&kept, answer.cost);
-        if answer.ends_turn && kept.len() == tokens.len() {
-            for token in kept {
-                self.emit(token, sink);
-            }
-            return Ok(CloudOutcome::EndedReply);
-        }
-        let next = steps[kept.len() - 1].clone();
-        Ok(CloudOutcome::Continued { tokens: kept, next })
+        unreachable!("the span ends within its tokens")
     }
 
     /// A failure streak is told once when it starts (what went wrong, the local token was
@@ -651,20 +653,14 @@ impl Reply<'_, '_> {
         }
     }
 
-    /// Counts tokens about to be shown by their source, in the reply's usage and in its
-    /// budget, with what their request cost: the one place a token's source becomes spend.
-    fn account(&mut self, tokens: &[Emitted], cost_usd: f64) {
-        let from_cloud = tokens
-            .iter()
-            .filter(|t| t.source == TokenSource::Cloud)
-            .count() as u32;
-        let from_edge = tokens.len() as u32 - from_cloud;
+    /// Counts a token about to be shown by its source, in the reply's usage and in its
+    /// budget, with what its request cost (`cost_usd` comes with a request's first token), and
+    /// shows it: the one place a token's source becomes spend. False when the user stopped.
+    fn show(&mut self, token: Emitted, cost_usd: f64, sink: &mut dyn EventSink) -> bool {
+        let from_cloud = u32::from(token.source == TokenSource::Cloud);
         self.usage.cloud_tokens += from_cloud;
-        self.usage.edge_tokens += from_edge;
-        self.controller.record(from_edge, from_cloud, cost_usd);
-    }
-
-    fn emit(&mut self, token: Emitted, sink: &mut dyn EventSink) -> bool {
+        self.usage.edge_tokens += 1 - from_cloud;
+        self.controller.record(1 - from_cloud, from_cloud, cost_usd);
         let text = self.text.push(&self.edge.piece(token.id));
         sink.emit(Event::Token {
             text,
@@ -714,16 +710,16 @@ enum CloudOutcome {
     /// No cloud tokens: the request failed (already reported) or was not made; the edge's
     /// token is used.
     UseEdge,
-    /// The cloud's tokens were kept and decoded; the reply goes on from `next`.
+    /// The cloud's tokens were kept, shown and decoded; the reply goes on from `next`.
     Continued {
-        /// The tokens to show.
-        tokens: Vec<Emitted>,
+        /// How many tokens were shown.
+        shown: u32,
         /// The edge's step after the last kept token.
         next: Step,
     },
     /// The cloud ended its turn (its tokens, if any, were already shown): the reply is done.
     EndedReply,
-    /// The user stopped the reply while the request was in flight.
+    /// The user stopped the reply while the request was in flight or its tokens were shown.
     Stopped,
 }
 

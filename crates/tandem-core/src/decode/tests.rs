@@ -206,6 +206,22 @@ fn reply_over<'a, 'b>(
     }
 }
 
+/// Asks the cloud for `max_tokens` at `step` (routed with score 1), waiting without drafting:
+/// what came of it, and the tokens shown.
+fn ask(reply: &mut Reply<'_, '_>, step: &Step, max_tokens: u32) -> (CloudOutcome, Vec<Event>) {
+    let mut events = Vec::new();
+    let mut sink = |e: Event| {
+        if matches!(e, Event::Token { .. }) {
+            events.push(e);
+        }
+        true
+    };
+    let outcome = reply
+        .ask_cloud(waiting(step), 1.0, max_tokens, None, &mut sink)
+        .unwrap();
+    (outcome, events)
+}
+
 /// Waits for a request without drafting, at a step with room to spare.
 fn waiting(step: &Step) -> Wait<'_> {
     Wait {
@@ -346,7 +362,7 @@ fn cloud_tokens_carry_the_replaced_edge_token_and_latency() {
 }
 
 #[test]
-fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
+fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_decodes_none_of_the_rest() {
     // Confident edge (entropy 0): span positions are kept only where the edge agrees.
     // The cloud answers last+1000, last+1001, ...: after the first cloud token t the edge
     // predicts t+1, which is exactly the cloud's next token, so the whole span is kept.
@@ -362,19 +378,15 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
         &mut controller,
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
-    let mut sink = |_: Event| true;
-    let CloudOutcome::Continued { tokens: kept, next } = reply
-        .ask_cloud(waiting(&step), 1.0, 4, None, &mut sink)
-        .unwrap()
-    else {
+    let (outcome, shown) = ask(&mut reply, &step, 4);
+    let CloudOutcome::Continued { shown: 4, next } = outcome else {
         panic!("the cloud's span was kept")
     };
     assert_eq!(
-        kept.iter().map(|t| t.id).collect::<Vec<_>>(),
-        vec![1003, 1004, 1005, 1006]
+        tokens(&shown),
+        [1003, 1004, 1005, 1006].map(|id| (id, TokenSource::Cloud))
     );
     assert_eq!(next.token, 1007);
-    assert!(kept.iter().all(|t| t.source == TokenSource::Cloud));
 
     // The same span where the router wants none of the later positions (a confident edge
     // under entropy): the edge writes them itself, so they are its tokens, shown as local
@@ -390,14 +402,10 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
         &mut controller,
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
-    let CloudOutcome::Continued { tokens: kept, .. } = reply
-        .ask_cloud(waiting(&step), 1.0, 4, None, &mut sink)
-        .unwrap()
-    else {
-        panic!("the cloud's span was kept")
-    };
+    let (outcome, shown) = ask(&mut reply, &step, 4);
+    assert!(matches!(outcome, CloudOutcome::Continued { shown: 4, .. }));
     assert_eq!(
-        kept.iter().map(|t| (t.id, t.source)).collect::<Vec<_>>(),
+        tokens(&shown),
         vec![
             (1003, TokenSource::Cloud),
             (1004, TokenSource::Edge),
@@ -405,13 +413,18 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
             (1006, TokenSource::Edge)
         ]
     );
-    assert!(kept[1..]
-        .iter()
-        .all(|t| t.edge_candidate.is_none() && t.request_ms.is_none()));
+    assert!(shown[1..].iter().all(|e| matches!(
+        e,
+        Event::Token {
+            edge_candidate: None,
+            request_ms: None,
+            ..
+        }
+    )));
     assert_eq!((reply.usage.cloud_tokens, reply.usage.edge_tokens), (1, 3));
 
     // A cloud that jumps (offset grows per token) disagrees with a confident edge: only the
-    // first token survives and the cache is rolled back to it.
+    // first token survives, and it is the only one the edge decodes.
     struct Jumping;
     impl Cloud for Jumping {
         fn endpoint(&self) -> &str {
@@ -438,13 +451,11 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
         &mut controller,
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
-    let CloudOutcome::Continued { tokens: kept, next } = reply
-        .ask_cloud(waiting(&step), 1.0, 4, None, &mut sink)
-        .unwrap()
-    else {
-        panic!("the cloud's span was kept")
+    let (outcome, shown) = ask(&mut reply, &step, 4);
+    let CloudOutcome::Continued { shown: 1, next } = outcome else {
+        panic!("the cloud's first token was kept")
     };
-    assert_eq!(kept.len(), 1);
+    assert_eq!(tokens(&shown), [(50, TokenSource::Cloud)]);
     assert_eq!(reply.edge.tokens(), &[1, 2, 3, 50]);
     assert_eq!(
         next.token, 51,
@@ -453,6 +464,10 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_rolls_back_the_rest() {
     assert_eq!(
         reply.usage.cloud_completion_tokens, 4,
         "rejected tokens were still billed"
+    );
+    assert_eq!(
+        edge.decoded, 4,
+        "the prompt and the kept token: no rejected token was decoded"
     );
 }
 
@@ -488,23 +503,19 @@ fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_anoth
         &mut controller,
     );
     let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
-    let mut sink = |_: Event| true;
-    let CloudOutcome::Continued { tokens: kept, next } = reply
-        .ask_cloud(waiting(&step), 1.0, 3, None, &mut sink)
-        .unwrap()
-    else {
-        panic!("the cloud's span was kept")
+    let (outcome, shown) = ask(&mut reply, &step, 3);
+    let CloudOutcome::Continued { shown: 2, next } = outcome else {
+        panic!("the cloud's word was kept")
     };
     assert_eq!(
-        kept.iter().map(|t| (t.id, t.source)).collect::<Vec<_>>(),
+        tokens(&shown),
         vec![
             (50, TokenSource::Cloud),
             (WORD_PIECES + 60, TokenSource::Cloud)
         ]
     );
-    assert_eq!(
-        kept[1].edge_candidate,
-        Some(51),
+    assert!(
+        matches!(&shown[1], Event::Token { edge_candidate: Some(w), .. } if w == " w51"),
         "the user sees what the edge would have written"
     );
     assert_eq!(reply.edge.tokens(), &[1, 2, 3, 50, WORD_PIECES + 60]);
