@@ -201,18 +201,22 @@ pub fn run(args: Args) -> Result<()> {
         }
         .map_or_else(|| "     -".to_owned(), |g| format!("{:>5.0}%", g * 100.0))
     };
-    // Replies routing made wrong where edge-only was right, and the reverse.
+    // Replies routing made wrong where edge-only was right, and the reverse; in brackets, the
+    // broken ones cloud-only had right too (broken by the splice, not by a wrong cloud token).
     let flips = |r: &eval::RunResult| {
+        let splices = r
+            .broken_splices
+            .map_or_else(String::new, |n| format!(" ({n})"));
         r.versus
             .iter()
             .find(|v| v.baseline == RouterKind::EdgeOnly.name())
             .map_or_else(
                 || "-".to_owned(),
-                |v| format!("{}/{}", v.right_to_wrong, v.wrong_to_right),
+                |v| format!("{}/{}{splices}", v.right_to_wrong, v.wrong_to_right),
             )
     };
     println!(
-        "{:<11} {:>6} {:>5} {:>8} {:>15} {:>6} {:>6} {:>8} {:>8} {:>10} {:>6} {:>8} {:>12}",
+        "{:<11} {:>6} {:>5} {:>8} {:>15} {:>6} {:>6} {:>8} {:>8} {:>10} {:>6} {:>8} {:>20}",
         "router",
         "budget",
         "n",
@@ -228,14 +232,14 @@ pub fn run(args: Args) -> Result<()> {
         "completion",
         "cost",
         "seconds",
-        "broke/fixed"
+        "broke/fixed (splice)"
     );
     for r in &results.runs {
         let cost = r
             .cost_vs_cloud_only
             .map_or("-".to_owned(), |c| format!("{:.3}", c));
         println!(
-            "{:<11} {:>6.3} {:>5} {:>8} {:>15} {:>5.1}% {} {:>8} {:>8} {:>10} {:>6} {:>8.1} {:>12}",
+            "{:<11} {:>6.3} {:>5} {:>8} {:>15} {:>5.1}% {} {:>8} {:>8} {:>10} {:>6} {:>8.1} {:>20}",
             r.router,
             r.budget,
             r.n,

@@ -795,6 +795,25 @@ fn eval_on_ten_questions_writes_results_and_a_chart_with_every_run() {
         "{cloud_only:?}"
     );
     assert_eq!(cloud_only.iter().filter(|r| r["outcome"] == 1.0).count(), 3);
+    // A routed run's broken splices are the questions it got wrong that edge-only and
+    // cloud-only both got right.
+    let right = |router: &str, question: &serde_json::Value| {
+        replies
+            .iter()
+            .any(|r| r["router"] == router && r["question"] == *question && r["outcome"] == 1.0)
+    };
+    for router in ["default", "entropy", "first-token", "random"] {
+        let broken = replies
+            .iter()
+            .filter(|r| r["router"] == router && r["outcome"] == 0.0)
+            .filter(|r| right("edge-only", &r["question"]) && right("cloud-only", &r["question"]))
+            .count() as u64;
+        assert_eq!(
+            find(router, 0.2)["broken_splices"].as_u64(),
+            Some(broken),
+            "{router}"
+        );
+    }
     // Each reply carries its router's score at every token, in [0, 1].
     for reply in replies.iter().filter(|r| r["router"] == "entropy") {
         let scores = reply["scores"].as_array().unwrap();
@@ -933,6 +952,10 @@ fn eval_scores_open_prompts_by_the_judges_log_probability() {
         assert!(interval["low"].as_f64().unwrap() <= score + 1e-12);
         assert!(interval["high"].as_f64().unwrap() >= score - 1e-12);
         assert_eq!(run["n"], 3);
+        assert!(
+            run.get("broken_splices").is_none(),
+            "a judged reply is never simply wrong: {run}"
+        );
         score
     };
     // The judge is the edge model. The fake cloud's word out of nowhere changes what it

@@ -146,6 +146,7 @@ mod tests {
                 high: score + 0.1,
             },
             versus: Vec::new(),
+            broken_splices: None,
             cost_vs_cloud_only: None,
             cloud_share: share,
             cloud_requests: 0,

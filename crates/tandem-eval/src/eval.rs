@@ -140,6 +140,12 @@ pub struct RunResult {
     /// at the same budget (and to edge-only and cloud-only), with its 95% interval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub versus: Vec<PairedDifference>,
+    /// Replies this run answered wrong that edge-only and cloud-only both answered right:
+    /// each model right alone, wrong spliced together (a cloud word the edge then contradicts,
+    /// a span cut mid-word), as against the replies it broke only by taking a cloud token
+    /// that was itself wrong. Checked answers, where both ran in the same evaluation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broken_splices: Option<u32>,
     /// What the cloud billed (prompt and completion tokens at the evaluation's prices) as a
     /// share of what cloud-only billed.
     pub cost_vs_cloud_only: Option<f64>,
@@ -387,6 +393,7 @@ pub fn evaluate(
                     high: 0.0,
                 },
                 versus: Vec::new(),
+                broken_splices: None,
                 cost_vs_cloud_only: None,
                 cloud_share: 0.0,
                 cloud_requests: 0,
@@ -488,13 +495,13 @@ pub fn evaluate(
         }
         progress(q + 1, rows.len());
     }
-    let runs = compare(runs, setup.prices);
+    let runs = compare(runs, setup.prices, Metric::of(rows).ok());
     Ok(Evaluation { runs, replies })
 }
 
-/// Fills in each run's accuracy, share and cost, and its paired differences to the baselines
-/// and the default router.
-fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
+/// Fills in each run's accuracy, share and cost, its paired differences to the baselines
+/// and the default router, and (for checked answers) its broken splices.
+fn compare(runs: Vec<RunState>, prices: Prices, metric: Option<Metric>) -> Vec<RunResult> {
     let cost = |r: &RunResult| {
         prices.cost(
             r.cloud_prompt_tokens,
@@ -537,14 +544,44 @@ fn compare(runs: Vec<RunState>, prices: Prices) -> Vec<RunResult> {
             })
             .collect()
     };
-    let compared: Vec<Vec<PairedDifference>> = runs.iter().map(versus).collect();
+    let outcomes_of = |kind: RouterKind| {
+        runs.iter()
+            .find(|run| run.result.router == kind.name())
+            .map(|run| &run.outcomes)
+    };
+    let both_right: Option<Vec<bool>> = match (
+        metric,
+        outcomes_of(RouterKind::EdgeOnly),
+        outcomes_of(RouterKind::CloudOnly),
+    ) {
+        (Some(Metric::Accuracy), Some(edge), Some(cloud)) => Some(
+            edge.iter()
+                .zip(cloud)
+                .map(|(&e, &c)| e == 1.0 && c == 1.0)
+                .collect(),
+        ),
+        _ => None,
+    };
+    let broken_splices = |run: &RunState| {
+        both_right.as_ref().map(|both| {
+            both.iter()
+                .zip(&run.outcomes)
+                .filter(|(&both, &ours)| both && ours == 0.0)
+                .count() as u32
+        })
+    };
+    let compared: Vec<(Vec<PairedDifference>, Option<u32>)> = runs
+        .iter()
+        .map(|run| (versus(run), broken_splices(run)))
+        .collect();
     runs.into_iter()
         .zip(compared)
-        .map(|(run, versus)| {
+        .map(|(run, (versus, broken_splices))| {
             let mut r = run.result;
             r.score = mean(&run.outcomes);
             r.score_interval = stats::mean_interval(&run.outcomes);
             r.versus = versus;
+            r.broken_splices = broken_splices;
             r.cost_vs_cloud_only = cloud_only_cost.filter(|&c| c > 0.0).map(|c| cost(&r) / c);
             r.cloud_share = r.cloud_tokens as f64 / (r.edge_tokens + r.cloud_tokens).max(1) as f64;
             r
