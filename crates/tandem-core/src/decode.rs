@@ -577,51 +577,58 @@ impl Reply<'_, '_> {
         first: Emitted,
         sink: &mut dyn EventSink,
     ) -> Result<CloudOutcome, EdgeError> {
-        let tokens = &answer.tokens;
-        let request_ms = first.request_ms;
-        let start = self.confirmed_len();
-        let mut token = first;
-        let mut cost = answer.cost;
-        for i in 1.. {
+        let (start, request_ms) = (self.confirmed_len(), first.request_ms);
+        let (mut token, mut cost, mut shown) = (first, answer.cost, 0);
+        loop {
             let id = token.id;
             if !self.show(token, cost, sink) {
                 return Ok(CloudOutcome::Stopped);
             }
-            cost = 0.0;
-            if i == tokens.len() && answer.ends_turn {
+            (cost, shown) = (0.0, shown + 1);
+            if shown == answer.tokens.len() && answer.ends_turn {
                 return Ok(CloudOutcome::EndedReply);
             }
-            // Position i of the span is predicted by the step after the token before it.
             let before = self.decode(id)?;
-            let shown = i as u32;
-            let Some(&next) = tokens.get(i) else {
-                return Ok(CloudOutcome::Continued {
-                    shown,
-                    next: before,
-                });
-            };
-            let position = (start + i - self.reply_start) as u32;
-            let position_score = self.router.score(&before.features(position));
-            let Some(source) = self.controller.span_token_source(
-                position_score,
-                before.token == next,
-                continues_word(&self.edge.piece_text(next)),
-            ) else {
-                return Ok(CloudOutcome::Continued {
-                    shown,
-                    next: before,
-                });
-            };
-            let wanted = source == TokenSource::Cloud;
-            token = Emitted {
-                id: next,
-                source,
-                score: position_score,
-                edge_candidate: wanted.then_some(before.token),
-                request_ms: request_ms.filter(|_| wanted),
-            };
+            let kept = answer
+                .tokens
+                .get(shown)
+                .and_then(|&next| self.span_token(start + shown, &before, next, request_ms));
+            match kept {
+                Some(next) => token = next,
+                None => {
+                    return Ok(CloudOutcome::Continued {
+                        shown: shown as u32,
+                        next: before,
+                    })
+                }
+            }
         }
-        unreachable!("the span ends within its tokens")
+    }
+
+    /// The span's `token` at cache position `at`, if the span goes on to it (`before` is the
+    /// edge's step after the token before it, which predicted this position).
+    fn span_token(
+        &self,
+        at: usize,
+        before: &Step,
+        token: TokenId,
+        request_ms: Option<u64>,
+    ) -> Option<Emitted> {
+        let position = (at - self.reply_start) as u32;
+        let score = self.router.score(&before.features(position));
+        let source = self.controller.span_token_source(
+            score,
+            before.token == token,
+            continues_word(&self.edge.piece_text(token)),
+        )?;
+        let wanted = source == TokenSource::Cloud;
+        Some(Emitted {
+            id: token,
+            source,
+            score,
+            edge_candidate: wanted.then_some(before.token),
+            request_ms: request_ms.filter(|_| wanted),
+        })
     }
 
     /// A failure streak is told once when it starts (what went wrong, the local token was
