@@ -36,7 +36,9 @@ impl Step {
 /// Which positions of a decoded batch need a [`Step`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outputs {
-    /// Only the last one (prompt prefill).
+    /// None (a prompt's head, whose last token is then decoded alone).
+    None,
+    /// Only the last one.
     Last,
     /// Every one (cloud spans, whose positions are all checked).
     All,
@@ -102,7 +104,10 @@ pub trait EdgeModel {
 
     /// Makes the cache hold exactly `prompt`, decoding only what differs from what is
     /// cached (so a chat never re-reads its history). Returns the step after the prompt and
-    /// how many tokens were decoded.
+    /// how many tokens were decoded. The prompt's last token is decoded alone, after the
+    /// rest: read at the end of a batch, its numbers would depend on how much of the prompt
+    /// was cached (a new chat or a regenerated reply), enough to move the reply's first
+    /// router score (see [`EdgeModel::extend_each`]).
     fn sync(
         &mut self,
         prompt: &[TokenId],
@@ -118,10 +123,16 @@ pub trait EdgeModel {
         common = common.min(prompt.len().saturating_sub(1));
         self.truncate(common);
         let suffix = &prompt[common..];
+        let Some((last, head)) = suffix.split_last() else {
+            return Err(EdgeError::Decode("empty prompt".into()));
+        };
+        if !head.is_empty() {
+            self.extend(head, Outputs::None, sampler)?;
+        }
         let step = self
-            .extend(suffix, Outputs::Last, sampler)?
+            .extend(std::slice::from_ref(last), Outputs::Last, sampler)?
             .pop()
-            .ok_or_else(|| EdgeError::Decode("empty prompt".into()))?;
+            .ok_or_else(|| EdgeError::Decode("no output row".into()))?;
         Ok((step, suffix.len()))
     }
 

@@ -379,8 +379,11 @@ fn decode_chunks(
     let size = context.n_batch() as usize;
     let last_chunk = tokens.len().saturating_sub(1) / size;
     for (c, chunk) in tokens.chunks(size).enumerate() {
-        let wanted =
-            |i: usize| outputs == Outputs::All || (c == last_chunk && i + 1 == chunk.len());
+        let wanted = |i: usize| match outputs {
+            Outputs::None => false,
+            Outputs::Last => c == last_chunk && i + 1 == chunk.len(),
+            Outputs::All => true,
+        };
         let mut batch = LlamaBatch::new(chunk.len(), 1);
         for (i, &token) in chunk.iter().enumerate() {
             batch
@@ -473,8 +476,11 @@ impl EdgeModel for LocalModel<'_> {
         sampler: &mut Sampler,
     ) -> Result<Vec<Step>, EdgeError> {
         self.room_for(tokens.len())?;
-        if outputs == Outputs::Last && self.prefill.is_some() && tokens.len() >= HANDOFF_MIN_TOKENS
-        {
+        if outputs != Outputs::All && self.prefill.is_some() && tokens.len() >= HANDOFF_MIN_TOKENS {
+            if outputs == Outputs::None {
+                self.prefill_elsewhere(tokens)?;
+                return Ok(Vec::new());
+            }
             let (head, last) = tokens.split_at(tokens.len() - 1);
             self.prefill_elsewhere(head)?;
             return self.extend(last, outputs, sampler);

@@ -90,7 +90,7 @@ impl EdgeModel for ScriptedEdge {
         };
         for (i, &t) in tokens.iter().enumerate() {
             self.cached.push(t);
-            if outputs == Outputs::All || i + 1 == tokens.len() {
+            if outputs == Outputs::All || (outputs == Outputs::Last && i + 1 == tokens.len()) {
                 let entropy = (self.entropy)(self.cached.len()) + drift;
                 steps.push(Step {
                     token: t + 1,
@@ -1081,4 +1081,26 @@ fn a_reply_that_opens_with_the_cloud_past_the_wait_limit_says_so_before_its_firs
             ..
         }
     )));
+}
+
+#[test]
+fn a_prompt_reads_the_same_whether_it_was_cached_or_not() {
+    // A new chat decodes its whole prompt; a regenerated reply only the prompt's last token.
+    // The scripted edge, like llama.cpp on the CPU, reads a batch of four or more tokens with
+    // other numbers: the reply's first step must not depend on which of the two it was.
+    let mut edge = ScriptedEdge::new(|_| 1.0);
+    let mut sampler = Sampler::new(SamplingParams::default());
+    let prompt = [5, 6, 7, 8, 9, 10];
+    let (fresh, decoded) = edge.sync(&prompt, &mut sampler).unwrap();
+    assert_eq!(decoded, prompt.len());
+    edge.extend(&[fresh.token], Outputs::Last, &mut sampler)
+        .unwrap();
+    let (again, decoded) = edge.sync(&prompt, &mut sampler).unwrap();
+    assert_eq!(decoded, 1, "only the last prompt token is read again");
+    assert_eq!(edge.cached, prompt);
+    assert_eq!(again.token, fresh.token);
+    assert_eq!(
+        again.signals.entropy.to_bits(),
+        fresh.signals.entropy.to_bits()
+    );
 }
