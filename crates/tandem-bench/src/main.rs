@@ -26,7 +26,7 @@ use std::time::Instant;
 use tandem_core::budget::{CloudBudget, LiveBudget};
 use tandem_core::cloud::{Cloud, CloudClient, CloudConfig};
 use tandem_core::decode::{generate, Collaboration, DecodeOptions};
-use tandem_core::edge::{EdgeModel, Outputs};
+use tandem_core::edge::EdgeModel;
 use tandem_core::event::{Event, EventSink, Usage};
 use tandem_core::local::{EdgeWeights, LocalOptions};
 use tandem_core::message::Message;
@@ -322,9 +322,7 @@ fn plain_decode_tps(
     let started = Instant::now();
     for _ in 0..tokens {
         // Fixed length, like llama-server's ignore_eos: the end token is decoded too.
-        step = edge
-            .extend(&[step.token], Outputs::Last, &mut sampler)?
-            .remove(0);
+        step = edge.step_after(step.token, &mut sampler)?;
     }
     Ok(f64::from(tokens) / started.elapsed().as_secs_f64())
 }

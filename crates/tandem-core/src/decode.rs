@@ -277,15 +277,12 @@ impl Reply<'_, '_> {
 
     /// The edge's step after `token`, taken from the draft where the draft wrote the same
     /// token, decoded otherwise, as the draft decodes it, so a reply is the same whether the
-    /// cloud answered before the draft was written or after ([`EdgeModel::extend_each`]).
+    /// cloud answered before the draft was written or after ([`EdgeModel::step_after`]).
     fn decode(&mut self, token: TokenId) -> Result<Step, EdgeError> {
         if let Some(step) = self.draft.take(&mut *self.edge, &[token]).pop() {
             return Ok(step);
         }
-        self.edge
-            .extend_each(&[token], &mut self.sampler)?
-            .pop()
-            .ok_or_else(|| EdgeError::Decode("no output row".into()))
+        self.edge.step_after(token, &mut self.sampler)
     }
 
     /// Waits for `in_flight`, drafting the edge's continuation meanwhile; `None` when the

@@ -95,11 +95,18 @@ pub trait EdgeModel {
         tokens: &[TokenId],
         sampler: &mut Sampler,
     ) -> Result<Vec<Step>, EdgeError> {
-        let mut steps = Vec::with_capacity(tokens.len());
-        for &token in tokens {
-            steps.extend(self.extend(&[token], Outputs::Last, sampler)?);
-        }
-        Ok(steps)
+        tokens
+            .iter()
+            .map(|&token| self.step_after(token, sampler))
+            .collect()
+    }
+
+    /// Appends one token and reads the step after it: how a reply, a draft and a prompt's
+    /// last token are decoded.
+    fn step_after(&mut self, token: TokenId, sampler: &mut Sampler) -> Result<Step, EdgeError> {
+        self.extend(&[token], Outputs::Last, sampler)?
+            .pop()
+            .ok_or_else(|| EdgeError::Decode("no output row".into()))
     }
 
     /// Makes the cache hold exactly `prompt`, decoding only what differs from what is
@@ -129,11 +136,7 @@ pub trait EdgeModel {
         if !head.is_empty() {
             self.extend(head, Outputs::None, sampler)?;
         }
-        let step = self
-            .extend(std::slice::from_ref(last), Outputs::Last, sampler)?
-            .pop()
-            .ok_or_else(|| EdgeError::Decode("no output row".into()))?;
-        Ok((step, suffix.len()))
+        Ok((self.step_after(*last, sampler)?, suffix.len()))
     }
 
     /// Text of a token for display (lossy for a token that ends mid-character).

@@ -25,7 +25,7 @@
 use crate::features::{FeatureWriter, Record};
 use crate::labels::{each_example, LabelError, LabelProgress, Questions};
 use crate::task;
-use tandem_core::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
+use tandem_core::edge::{EdgeError, EdgeModel, Step, TokenId};
 use tandem_core::local::{EdgeWeights, LocalModel};
 use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
@@ -101,10 +101,7 @@ fn write_reply(
         if edge.is_end_of_turn(token) || steps.len() == max_tokens {
             break;
         }
-        step = edge
-            .extend(&[token], Outputs::Last, sampler)?
-            .pop()
-            .ok_or_else(|| EdgeError::Decode("no step after a token".into()))?;
+        step = edge.step_after(token, sampler)?;
     }
     Ok(steps)
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use tandem_core::edge::{EdgeError, EdgeModel, Outputs};
+use tandem_core::edge::{EdgeError, EdgeModel};
 use tandem_core::local::{EdgeWeights, LoadError, LocalOptions};
 use tandem_core::message::Message;
 use tandem_core::sampling::{Sampler, SamplingParams};
@@ -385,8 +385,8 @@ fn run_job(
         if late() {
             return fail(JobError::Deadline(limit));
         }
-        step = match edge.extend(&[token], Outputs::Last, &mut sampler) {
-            Ok(mut steps) => steps.pop().expect("one output row"),
+        step = match edge.step_after(token, &mut sampler) {
+            Ok(step) => step,
             Err(e) => return fail(e.into()),
         };
     }

@@ -12,7 +12,7 @@
 //! The draft is never shown. The user sees confirmed tokens only, so nothing on screen is ever
 //! taken back; the time the draft saves shows as the tokens after a request arriving at once.
 
-use crate::edge::{EdgeError, EdgeModel, Outputs, Step, TokenId};
+use crate::edge::{EdgeError, EdgeModel, Step, TokenId};
 use crate::sampling::Sampler;
 use std::collections::VecDeque;
 
@@ -56,11 +56,7 @@ impl Draft {
         if full || edge.is_end_of_turn(token) {
             return Ok(false);
         }
-        let step = edge
-            .extend(&[token], Outputs::Last, sampler)?
-            .pop()
-            .ok_or_else(|| EdgeError::Decode("no output row".into()))?;
-        self.steps.push_back(step);
+        self.steps.push_back(edge.step_after(token, sampler)?);
         Ok(true)
     }
 
