@@ -9,7 +9,8 @@
 //! 3. Cloud requests per cloud token with spans of 4 against spans of 1.
 //! 4. Prompt tokens `tandem serve` decodes per request with prefix reuse against without.
 //! 5. Routed replies against edge-only ones with the cloud a round trip away
-//!    ([`network`]), waiting for each request and drafting while it is in flight, the
+//!    ([`network`]), waiting for each request, drafting while it is in flight, and asking
+//!    ahead from the draft, the
 //!    stand-in computing each answer and the same answers replayed at a fast server's
 //!    time ([`replay`]).
 
@@ -18,6 +19,7 @@ mod history;
 mod llama_server;
 mod network;
 mod replay;
+mod results;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -103,16 +105,15 @@ const PROMPTS: [&str; 3] = [
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let mut table = String::new();
+    let mut sections = Vec::new();
     let everything = !args.network_only && !args.history_only;
     if everything {
-        table = render(&local_rows(&args)?, &args);
-        table.push('\n');
+        sections.push(("local", render(&local_rows(&args)?, &args)));
     }
     if everything || args.network_only {
         eprintln!("5/6 routed replies with the cloud a round trip away");
         let running = serve_cloud(&args.cloud, true)?;
-        table.push_str(&network::run(&network::Setup {
+        let table = network::run(&network::Setup {
             edge: &args.edge,
             cloud: running.addr,
             rtts: &args.rtts,
@@ -121,19 +122,28 @@ fn main() -> Result<()> {
             sets: &args.network_sets,
             prompts: args.network_prompts,
             max_tokens: args.network_tokens,
-        })?);
-        table.push('\n');
+        })?;
+        sections.push(("network", table));
     }
     if everything || args.history_only {
         eprintln!("6/6 history at scale");
-        table.push_str(&history::run(&history::Setup {
+        let table = history::run(&history::Setup {
             conversations: args.history_conversations,
             replies: args.history_replies,
-        })?);
+        })?;
+        sections.push(("history", table));
     }
-    println!("{table}");
+    for (_, table) in &sections {
+        println!("{table}");
+    }
     if let Some(path) = &args.out {
-        std::fs::write(path, &table).with_context(|| format!("writing {}", path.display()))?;
+        // A missing file is a first run; one that cannot be read must not be written over.
+        let old = match std::fs::read_to_string(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            read => read.with_context(|| format!("reading {}", path.display()))?,
+        };
+        std::fs::write(path, results::merge(&old, &sections))
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

@@ -4,7 +4,8 @@
 //! conversation per prompt, so each opens a connection and checks the vocabulary as a new
 //! chat does), the stand-in model behind [`DelayProxy`] at several round-trip times. For each
 //! prompt of each set (every `k`-th row), interleaved: edge-only, routed waiting for each
-//! request (drafting off), and routed with the edge drafting while it waits (the default).
+//! request (drafting off), routed with the edge drafting while it waits, and routed drafting
+//! and asking ahead (the default: the draft's next routed position is asked for at once).
 //! Ratios are medians of per-prompt ratios, so a noisy machine moves both sides alike. The
 //! sets differ in what a round trip weighs: `chat:dev`'s factual questions get replies of a
 //! sentence, where one request is a large part of the reply's time, `open:dev`'s (MT-bench)
@@ -65,11 +66,12 @@ struct Measured {
     text: String,
 }
 
-/// The three ways one prompt was answered at one distance.
+/// The ways one prompt was answered at one distance.
 struct Prompted {
     edge: Measured,
     waiting: Measured,
     drafting: Measured,
+    ahead: Measured,
 }
 
 /// Runs the network benchmark and renders its table.
@@ -86,8 +88,16 @@ pub fn run(setup: &Setup<'_>) -> Result<String> {
         .map(|set| Ok((set.as_str(), questions(set, setup.prompts)?)))
         .collect::<Result<Vec<_>>>()?;
     let replay = Replay::start(setup.cloud)?;
-    let mut out = String::from(
-        "| prompts (median reply, edge-only) | cloud's own time | RTT (± 10% jitter) | routed ÷ edge-only wall time, waiting | same, drafting (default) | first token: edge-only → waiting → drafting | requests per reply | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting | drafting's reply identical to waiting's | connections opened |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+    let rtts: Vec<String> = setup.rtts.iter().map(u64::to_string).collect();
+    let mut out = format!(
+        "Network (RTTs {} ms; {} prompts of each of {}, replies of up to {} tokens; the app's defaults, one thread each for the edge and the stand-in; cloud = `tandem serve` behind a delaying proxy on 127.0.0.1, then its recorded answers replayed):\n\n",
+        rtts.join(", "),
+        setup.prompts,
+        setup.sets.join(", "),
+        setup.max_tokens,
+    );
+    out.push_str(
+        "| prompts (median reply, edge-only) | cloud's own time | RTT (± 10% jitter) | routed ÷ edge-only wall time: waiting / drafting / asking ahead (default) | first token: edge-only → waiting → drafting → asking ahead | requests per reply: drafting / asking ahead | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting / asking ahead | replies identical to waiting's: drafting, asking ahead | connections opened |\n|---|---|---|---|---|---|---|---|---|---|\n"
     );
     let servers = std::iter::once(None).chain(setup.server_times.iter().copied().map(Some));
     let limits: Vec<_> = std::iter::once(None)
@@ -158,8 +168,8 @@ fn measure(
     Ok(row(set, &server, case.rtt, &answers, connections))
 }
 
-/// Every question at one distance, edge-only, waiting and drafting, routed under the wait
-/// limit `limit`; with the connections the proxy opened.
+/// Every question at one distance, edge-only, waiting, drafting and asking ahead, routed
+/// under the wait limit `limit`; with the connections the proxy opened.
 fn at_distance(
     setup: &Setup<'_>,
     paths: &Paths,
@@ -169,20 +179,22 @@ fn at_distance(
     limit: Option<u32>,
 ) -> Result<(Vec<Prompted>, u64)> {
     let proxy = DelayProxy::start(cloud, distance)?;
-    let settings = config(setup, &proxy, true, limit).chat_settings();
-    let open = |overlap| -> Result<Engine> {
-        let settled = Settled::new(config(setup, &proxy, overlap, limit), paths)?;
-        Ok(Engine::open(&settled, paths)?)
+    let settings = config(setup, &proxy, Way::AskingAhead, limit).chat_settings();
+    let open = |way| -> Result<Engine> {
+        let settled = Settled::new(config(setup, &proxy, way, limit), paths)?;
+        Engine::open(&settled, paths).context("opening the engine")
     };
-    let waiting = open(false).context("opening the engine")?;
-    let drafting = open(true).context("opening the engine")?;
+    let waiting = open(Way::Waiting)?;
+    let drafting = open(Way::Drafting)?;
+    let ahead = open(Way::AskingAhead)?;
     let mut answers = Vec::new();
     for question in questions {
         let ask = |engine, mode| reply(engine, &settings, question, mode);
         answers.push(Prompted {
-            edge: ask(&drafting, ReplyMode::Edge)?,
+            edge: ask(&ahead, ReplyMode::Edge)?,
             waiting: ask(&waiting, ReplyMode::Routed)?,
             drafting: ask(&drafting, ReplyMode::Routed)?,
+            ahead: ask(&ahead, ReplyMode::Routed)?,
         });
     }
     Ok((answers, proxy.connections()))
@@ -200,8 +212,19 @@ fn questions(set: &str, count: usize) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The app's default settings, its cloud behind `proxy`.
-fn config(setup: &Setup<'_>, proxy: &DelayProxy, overlap: bool, limit: Option<u32>) -> Config {
+/// How a routed reply meets the round trips.
+#[derive(Clone, Copy)]
+enum Way {
+    /// Waits for each answer.
+    Waiting,
+    /// Drafts while it waits.
+    Drafting,
+    /// Drafts and asks ahead (the default).
+    AskingAhead,
+}
+
+/// The app's default settings, its cloud behind `proxy`, meeting round trips `way`.
+fn config(setup: &Setup<'_>, proxy: &DelayProxy, way: Way, limit: Option<u32>) -> Config {
     let mut config = Config {
         edge: setup.edge.display().to_string(),
         // The stand-in shares the machine's two cores: one thread each.
@@ -210,7 +233,8 @@ fn config(setup: &Setup<'_>, proxy: &DelayProxy, overlap: bool, limit: Option<u3
         ..Config::default()
     };
     config.cloud.url = proxy.url("/v1");
-    config.cloud.overlap = overlap;
+    config.cloud.overlap = !matches!(way, Way::Waiting);
+    config.cloud.ask_ahead = matches!(way, Way::AskingAhead);
     config.budget.max_wait_ms = limit;
     config
 }
@@ -270,31 +294,39 @@ fn row(set: &str, server: &str, rtt: u64, answers: &[Prompted], connections: u64
                 .map(|a| f64::from(pick(a).tokens) / pick(a).wall.as_secs_f64()),
         )
     };
-    let per_reply = |count: fn(&Measured) -> u32| {
+    let per_reply = |pick: fn(&Prompted) -> &Measured, count: fn(&Measured) -> u32| {
         answers
             .iter()
-            .map(|a| f64::from(count(&a.drafting)))
+            .map(|a| f64::from(count(pick(a))))
             .sum::<f64>()
             / answers.len() as f64
     };
-    let identical = answers
-        .iter()
-        .filter(|a| a.drafting.text == a.waiting.text)
-        .count();
+    let identical = |pick: fn(&Prompted) -> &Measured| {
+        answers
+            .iter()
+            .filter(|a| pick(a).text == a.waiting.text)
+            .count()
+    };
     let reply_tokens = median(answers.iter().map(|a| f64::from(a.edge.tokens)));
     format!(
-        "| {set} ({:.0} tokens) | {server} | {rtt} ms | {:.2}× | {:.2}× | {:.2} → {:.2} → {:.2} s | {:.1} | {:.1} | {:.1} / {:.1} / {:.1} | {identical} of {} | {connections} |\n",
+        "| {set} ({:.0} tokens) | {server} | {rtt} ms | {:.2}× / {:.2}× / {:.2}× | {:.2} → {:.2} → {:.2} → {:.2} s | {:.1} / {:.1} | {:.1} | {:.1} / {:.1} / {:.1} / {:.1} | {}, {} of {} | {connections} |\n",
         reply_tokens,
         ratio(|a| &a.waiting),
         ratio(|a| &a.drafting),
+        ratio(|a| &a.ahead),
         first(|a| &a.edge),
         first(|a| &a.waiting),
         first(|a| &a.drafting),
-        per_reply(|m| m.requests),
-        per_reply(|m| m.cloud_tokens),
+        first(|a| &a.ahead),
+        per_reply(|a| &a.drafting, |m| m.requests),
+        per_reply(|a| &a.ahead, |m| m.requests),
+        per_reply(|a| &a.ahead, |m| m.cloud_tokens),
         rate(|a| &a.edge),
         rate(|a| &a.waiting),
         rate(|a| &a.drafting),
+        rate(|a| &a.ahead),
+        identical(|a| &a.drafting),
+        identical(|a| &a.ahead),
         answers.len(),
     )
 }

@@ -59,6 +59,10 @@ pub struct CloudSettings {
     /// Whether the local model drafts its own continuation while a request is in flight, so
     /// a round trip costs the reply only what the cloud changes (off: it waits).
     pub overlap: bool,
+    /// Whether, while a request is away, the next position the draft shows the reply would
+    /// route is asked for at once, so requests overlap instead of queueing behind each other;
+    /// an answer the reply does not come to is paid for and unused (needs `overlap`).
+    pub ask_ahead: bool,
     /// A key handed over in memory (the local stand-in's key for this run), used instead of
     /// the environment's or the keyring's; never read from or written to the file.
     #[serde(skip)]
@@ -115,6 +119,7 @@ impl Default for CloudSettings {
             span: 4,
             timeout_secs: 20.0,
             overlap: true,
+            ask_ahead: true,
             api_key: None,
         }
     }

@@ -25,9 +25,11 @@ use crate::router::Router;
 use crate::sampling::{Sampler, SamplingParams};
 use crate::spend::{Refusal, Reservation, SpendLedger};
 use crate::utf8_stream::Utf8Stream;
+use ahead::{Ahead, Course, Lookahead, Sent};
 use draft::Draft;
 use std::time::{Duration, Instant};
 
+mod ahead;
 mod draft;
 
 /// Consecutive cloud failures after which a reply stops asking.
@@ -45,6 +47,9 @@ pub struct DecodeOptions {
     /// Whether the edge drafts its own continuation while a cloud request is in flight
     /// (off: it waits, as the loop did before drafts; the benchmark's baseline).
     pub overlap: bool,
+    /// Whether a request goes as soon as the draft comes to a position the reply would
+    /// route ([`ahead`]; needs `overlap`).
+    pub ask_ahead: bool,
 }
 
 impl Default for DecodeOptions {
@@ -54,6 +59,7 @@ impl Default for DecodeOptions {
             span: 4,
             sampling: SamplingParams::default(),
             overlap: true,
+            ask_ahead: true,
         }
     }
 }
@@ -106,6 +112,9 @@ pub fn generate(
         told_slow: false,
         as_ids: false,
         draft: Draft::default(),
+        ask_ahead: options.overlap && options.ask_ahead,
+        ahead: None,
+        wasted: Vec::new(),
     };
     let keep_going = sink.emit(Event::Started {
         edge_model: reply.edge.name().to_owned(),
@@ -124,6 +133,8 @@ pub fn generate(
     } else {
         Ok(FinishReason::Cancelled)
     };
+    // Requests asked ahead and not used were still sent: they are paid for and listed.
+    reply.settle_wasted(sink);
     // The account books the reply's tokens however it ended.
     let session = reply.budget.settle(reply.controller);
     let reason = reason?;
@@ -164,6 +175,12 @@ struct Reply<'a, 'b> {
     as_ids: bool,
     /// Tokens the edge decoded ahead while waiting for the cloud, after the reply's own.
     draft: Draft,
+    /// Whether requests go as soon as the draft comes to their position.
+    ask_ahead: bool,
+    /// The request sent for a position the reply has not reached, if any.
+    ahead: Option<Ahead>,
+    /// Requests asked ahead whose answers the reply did not use.
+    wasted: Vec<Ahead>,
 }
 
 /// One token ready to be shown.
@@ -231,21 +248,26 @@ impl Reply<'_, '_> {
                 RouteDecision::Edge
             };
             let outcome = match decision {
-                RouteDecision::Cloud { max_tokens } => match self.book(max_tokens, sink) {
-                    Ok(booked) => {
+                RouteDecision::Cloud { max_tokens } => match self.request(max_tokens, sink) {
+                    Ok(sent) => {
                         let wait = Wait {
                             confirmed: &step,
                             room: remaining as usize,
                             draft: options.overlap,
+                            asked: max_tokens,
+                            span: options.span,
                         };
-                        self.ask_cloud(wait, score, max_tokens, booked, sink)?
+                        self.ask_cloud(wait, score, max_tokens, sent, sink)?
                     }
                     Err(refusal) => {
                         self.tell_spend_capped(&refusal, sink);
                         CloudOutcome::UseEdge
                     }
                 },
-                RouteDecision::Edge => CloudOutcome::UseEdge,
+                RouteDecision::Edge => {
+                    self.drop_passed_ahead();
+                    CloudOutcome::UseEdge
+                }
             };
             let (shown, next) = match outcome {
                 CloudOutcome::Continued { shown, next } => (shown, next),
@@ -285,15 +307,18 @@ impl Reply<'_, '_> {
         self.edge.step_after(token, &mut self.sampler)
     }
 
-    /// Waits for `in_flight`, drafting the edge's continuation meanwhile; `None` when the
-    /// user stopped the reply.
+    /// Waits for `in_flight`, drafting the edge's continuation meanwhile and asking ahead
+    /// where the draft comes to a position the reply would route; `None` when the user
+    /// stopped the reply.
     fn wait(
         &mut self,
         in_flight: &mut dyn InFlight,
         wait: Wait<'_>,
-        sink: &dyn EventSink,
+        sink: &mut dyn EventSink,
     ) -> Result<Option<Arrival>, EdgeError> {
         let mut drafting = wait.draft;
+        let mut lookahead =
+            (drafting && self.may_ask_ahead()).then(|| Lookahead::new(self.controller, wait.asked));
         loop {
             let patience = if drafting { Duration::ZERO } else { STOP_POLL };
             if let Some(arrival) = in_flight.poll(patience) {
@@ -307,16 +332,132 @@ impl Reply<'_, '_> {
                 drafting = self
                     .draft
                     .grow(edge, &mut self.sampler, wait.confirmed, wait.room)?;
+                if let Some(found) = lookahead.as_mut().and_then(|l| self.look(l, &wait)) {
+                    self.ask_ahead(found, wait.span, sink);
+                    lookahead = None;
+                }
             }
         }
     }
 
-    /// What a request for `max_tokens` costs at most: the whole prompt re-sent, none of it
-    /// cached, and the whole span returned, at the user's prices.
-    fn worst_case_usd(&self, max_tokens: u32) -> f64 {
-        let prompt_tokens = self.confirmed_len() as u64;
+    /// Whether the reply may send a request for a position it has not reached: asking ahead
+    /// is on, no such request is out, and the cloud has not just failed.
+    fn may_ask_ahead(&self) -> bool {
+        self.ask_ahead && self.ahead.is_none() && self.cloud_failures == 0
+    }
+
+    /// The next drafted position the reply would route, were the cloud to agree with the
+    /// draft: how many drafted tokens its prompt holds and the span it would ask for.
+    fn look(&self, lookahead: &mut Lookahead, wait: &Wait<'_>) -> Option<(usize, u32)> {
+        let budget = self.budget.get();
+        let course = Course {
+            budget: &budget,
+            span: wait.span,
+            room: wait.room,
+        };
+        let position = self.confirmed_len() - self.reply_start;
+        let score = |offset: usize| {
+            let step = self.draft.step(offset.checked_sub(1)?)?;
+            Some(
+                self.router
+                    .score(&step.features((position + offset) as u32)),
+            )
+        };
+        lookahead.next_routed(score, &course)
+    }
+
+    /// Sends the request for the position `drafted` tokens into the draft, asking for
+    /// `max_tokens`, unless the context window or the daily cap would stop the reply there.
+    fn ask_ahead(
+        &mut self,
+        (drafted, max_tokens): (usize, u32),
+        span: u32,
+        sink: &mut dyn EventSink,
+    ) {
+        let prompt_len = self.confirmed_len() + drafted;
+        if prompt_len + span as usize + 1 >= self.edge.context_size() {
+            return;
+        }
+        let Ok(booked) = self.book(prompt_len, max_tokens, sink) else {
+            return;
+        };
+        let sent = self.send(prompt_len, max_tokens, booked, sink);
+        self.ahead = Some(Ahead {
+            prompt: self.edge.tokens()[..prompt_len].to_vec(),
+            max_tokens,
+            sent,
+        });
+    }
+
+    /// The request for the position the reply stands at, asking for `max_tokens`: the one
+    /// asked ahead where it is this very request, else sent now (its worst case booked first).
+    fn request(&mut self, max_tokens: u32, sink: &mut dyn EventSink) -> Result<Sent, Refusal> {
+        let confirmed_len = self.confirmed_len();
+        if let Some(ahead) = self.ahead.take() {
+            let confirmed = &self.edge.tokens()[..confirmed_len];
+            if ahead.is_for(confirmed, max_tokens) {
+                return Ok(ahead.sent);
+            }
+            self.keep_or_waste(ahead);
+        }
+        let booked = self.book(confirmed_len, max_tokens, sink)?;
+        Ok(self.send(confirmed_len, max_tokens, booked, sink))
+    }
+
+    /// Drops the request asked ahead once the reply has passed its position or left the
+    /// tokens it was asked on (the loop decided otherwise, or the cloud disagreed with the
+    /// draft it was asked from).
+    fn drop_passed_ahead(&mut self) {
+        if let Some(ahead) = self.ahead.take() {
+            self.keep_or_waste(ahead);
+        }
+    }
+
+    fn keep_or_waste(&mut self, ahead: Ahead) {
+        let confirmed = &self.edge.tokens()[..self.confirmed_len()];
+        if ahead.is_ahead_of(confirmed) {
+            self.ahead = Some(ahead);
+        } else {
+            self.wasted.push(ahead);
+        }
+    }
+
+    /// Books, bills and lists the requests asked ahead that the reply did not use: what
+    /// each billed where its answer is in, its worst case where it is still away.
+    fn settle_wasted(&mut self, sink: &mut dyn EventSink) {
+        self.wasted.extend(self.ahead.take());
+        for mut ahead in std::mem::take(&mut self.wasted) {
+            let sent = &mut ahead.sent;
+            let arrival = sent.in_flight.poll(Duration::ZERO);
+            let ms = arrival.as_ref().map_or_else(Instant::now, |a| a.at);
+            let ms = ms.saturating_duration_since(sent.at).as_millis() as u64;
+            let (billed, answer) = match arrival.map(|a| a.result) {
+                Some(Ok(reply)) => {
+                    let answer = self.read_answer(reply, ahead.max_tokens, sent.prompt_len);
+                    (Some(answer.cost), Some(answer))
+                }
+                Some(Err(error)) if !error.may_be_billed() => (Some(0.0), None),
+                _ => (None, None),
+            };
+            self.controller
+                .record(0, 0, billed.unwrap_or(sent.worst_case));
+            self.settle(sent.booked.take(), billed, sink);
+            sink.emit(Event::CloudRequest {
+                sent: std::mem::take(&mut sent.text),
+                ok: answer.is_some(),
+                ms,
+                prompt_tokens: answer.as_ref().map_or(0, |a| a.prompt_tokens),
+                completion_tokens: answer.as_ref().map_or(0, |a| a.completion_tokens),
+                cost_usd: billed.unwrap_or(sent.worst_case),
+            });
+        }
+    }
+
+    /// What a request for `max_tokens` after `prompt_len` tokens costs at most: the whole
+    /// prompt re-sent, none of it cached, and the whole span returned, at the user's prices.
+    fn worst_case_usd(&self, prompt_len: usize, max_tokens: u32) -> f64 {
         let prices = self.budget.get().prices;
-        prices.cost(prompt_tokens, 0, u64::from(max_tokens))
+        prices.cost(prompt_len as u64, 0, u64::from(max_tokens))
     }
 
     /// Books a request's worst case in today's ledger before it is sent. Refused when the
@@ -324,6 +465,7 @@ impl Reply<'_, '_> {
     /// without a cap an unwritable ledger only costs the record (the user is told).
     fn book(
         &mut self,
+        prompt_len: usize,
         max_tokens: u32,
         sink: &mut dyn EventSink,
     ) -> Result<Option<Reservation>, Refusal> {
@@ -331,7 +473,7 @@ impl Reply<'_, '_> {
             return Ok(None);
         };
         let cap = self.budget.get().daily_spend_cap_usd;
-        match ledger.reserve(self.worst_case_usd(max_tokens), cap) {
+        match ledger.reserve(self.worst_case_usd(prompt_len, max_tokens), cap) {
             Ok(booked) => Ok(Some(booked)),
             Err(Refusal::Unwritable(e)) if cap.is_none() => {
                 self.tell_spend_not_saved(&e, sink);
@@ -407,40 +549,65 @@ impl Reply<'_, '_> {
         }
     }
 
-    /// Asks the cloud for a span, its worst case `booked` in the ledger; the outcome says how
-    /// the reply goes on.
+    /// Sends the request for the position after the cache's first `prompt_len` tokens (the
+    /// reply's, and where it is asked ahead, the draft's), asking for `max_tokens`, its worst
+    /// case `booked` in the ledger.
+    fn send(
+        &mut self,
+        prompt_len: usize,
+        max_tokens: u32,
+        booked: Option<Reservation>,
+        sink: &dyn EventSink,
+    ) -> Sent {
+        let worst_case = self.worst_case_usd(prompt_len, max_tokens);
+        let cloud = self.cloud.as_deref_mut().expect("decided with a cloud");
+        let edge = &*self.edge;
+        let prompt = &edge.tokens()[..prompt_len];
+        let text = || edge.text_of(prompt);
+        let reply_start = self.reply_start;
+        let reply = || edge.text_of(&prompt[reply_start..]);
+        let request = CloudRequest {
+            ids: if self.as_ids { prompt } else { &[] },
+            text: &text,
+            messages: self.messages,
+            reply: &reply,
+            max_tokens,
+            // Asked only while a chat endpoint's continuation is checked, before sending.
+            stop: &|| sink.stop_requested(),
+        };
+        let text = cloud.sent_text(&request);
+        let at = Instant::now();
+        let in_flight = cloud.send(&request);
+        self.usage.cloud_requests += 1;
+        Sent {
+            in_flight,
+            at,
+            text,
+            booked,
+            worst_case,
+            prompt_len: prompt_len as u64,
+        }
+    }
+
+    /// Waits for a request for a span at the position the reply stands at; the outcome says
+    /// how the reply goes on.
     fn ask_cloud(
         &mut self,
         wait: Wait<'_>,
         score: f32,
         max_tokens: u32,
-        booked: Option<Reservation>,
+        sent: Sent,
         sink: &mut dyn EventSink,
     ) -> Result<CloudOutcome, EdgeError> {
-        let worst_case = self.worst_case_usd(max_tokens);
+        let Sent {
+            mut in_flight,
+            at: sent,
+            text: sent_text,
+            booked,
+            worst_case,
+            prompt_len,
+        } = sent;
         let step = wait.confirmed;
-        let confirmed_len = self.confirmed_len();
-        let cloud = self.cloud.as_deref_mut().expect("decided with a cloud");
-        let edge = &*self.edge;
-        let confirmed = &edge.tokens()[..confirmed_len];
-        let text = || edge.text_of(confirmed);
-        let reply_start = self.reply_start;
-        let reply = || edge.text_of(&confirmed[reply_start..]);
-        let prompt_len = confirmed_len as u64;
-        let listener = &*sink;
-        let stop = || listener.stop_requested();
-        let request = CloudRequest {
-            ids: if self.as_ids { confirmed } else { &[] },
-            text: &text,
-            messages: self.messages,
-            reply: &reply,
-            max_tokens,
-            stop: &stop,
-        };
-        let sent_text = cloud.sent_text(&request);
-        let sent = Instant::now();
-        let mut in_flight = cloud.send(&request);
-        self.usage.cloud_requests += 1;
         let arrival = match self.wait(in_flight.as_mut(), wait, sink) {
             Ok(Some(arrival)) => arrival,
             stopped_or_failed => {
@@ -686,6 +853,10 @@ struct Wait<'s> {
     room: usize,
     /// Whether the edge drafts while it waits.
     draft: bool,
+    /// The span the request asked for.
+    asked: u32,
+    /// Tokens a request may ask for.
+    span: u32,
 }
 
 /// Whether a token's text goes on with the word before it: it starts with a letter or a

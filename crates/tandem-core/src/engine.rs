@@ -89,6 +89,7 @@ impl Engine {
             span: config.cloud.span.max(1),
             sampling: config.sampling,
             overlap: config.cloud.overlap,
+            ask_ahead: config.cloud.ask_ahead,
         };
         Ok(Engine {
             weights,

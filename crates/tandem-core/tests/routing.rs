@@ -222,13 +222,13 @@ fn prompt_tokens_the_cloud_cached_cost_the_cached_price() {
     assert!(u.est_cost_usd < 0.5 * uncached, "{u:?}");
 }
 
-/// While a request is away the edge drafts its own continuation; under greedy decoding the
-/// reply is the one the loop writes when it waits for every answer: the same tokens, from the
-/// same sources, with the same scores. The cloud answers with the opening of the edge's own
-/// reply, so a span at the reply's start agrees with the draft (kept) and later ones do not
-/// (rolled back).
+/// While a request is away the edge drafts its own continuation, and asks ahead for the next
+/// position the draft would route; under greedy decoding the reply is the one the loop writes
+/// when it waits for every answer: the same tokens, from the same sources, with the same
+/// scores. The cloud answers with the opening of the edge's own reply, so a span at the
+/// reply's start agrees with the draft (kept) and later ones do not (rolled back).
 #[test]
-fn drafting_while_the_cloud_is_away_changes_nothing_the_user_sees() {
+fn drafting_and_asking_ahead_while_the_cloud_is_away_change_nothing_the_user_sees() {
     use tandem_core::budget::LiveBudget;
     use tandem_core::cloud::Cloud;
     use tandem_core::decode::{generate, Collaboration};
@@ -237,7 +237,7 @@ fn drafting_while_the_cloud_is_away_changes_nothing_the_user_sees() {
         .chat_prompt(&[Message::user("Name the planets of the solar system.")])
         .unwrap();
     let prompt = weights.tokenize(&prompt, true);
-    let reply = |fake: Option<&FakeCloud>, overlap: bool| {
+    let reply = |fake: Option<&FakeCloud>, (overlap, ask_ahead): (bool, bool)| {
         let mut edge = weights.session(&options()).unwrap();
         let mut cloud = fake.map(|f| CloudClient::new(CloudConfig::new(f.base_url())).unwrap());
         let live = LiveBudget::new(CloudBudget::share(0.3));
@@ -252,6 +252,7 @@ fn drafting_while_the_cloud_is_away_changes_nothing_the_user_sees() {
         let options = DecodeOptions {
             max_tokens: 40,
             overlap,
+            ask_ahead,
             ..DecodeOptions::default()
         };
         let mut shown = Vec::new();
@@ -272,20 +273,30 @@ fn drafting_while_the_cloud_is_away_changes_nothing_the_user_sees() {
         .unwrap();
         shown
     };
-    let own: Vec<String> = reply(None, false).into_iter().map(|t| t.0).collect();
+    let own: Vec<String> = reply(None, (false, false))
+        .into_iter()
+        .map(|t| t.0)
+        .collect();
     let pieces: Vec<&str> = own.iter().take(8).map(String::as_str).collect();
-    let away = |overlap| {
+    let away = |way| {
         let fake = FakeCloud::start(Script::cycle(&pieces)).unwrap();
         fake.push_faults(std::iter::repeat_n(
             tandem_fake_cloud::Fault::Delay(Duration::from_millis(80)),
-            40,
+            80,
         ));
-        let shown = reply(Some(&fake), overlap);
+        let shown = reply(Some(&fake), way);
         (shown, fake.requests())
     };
-    let (waited, requests) = away(false);
-    let (drafted, _) = away(true);
+    let (waited, requests) = away((false, false));
+    let (drafted, drafted_requests) = away((true, false));
+    let (asked_ahead, asked_requests) = away((true, true));
     assert!(requests > 1, "the reply asked the cloud more than once");
     assert!(waited.iter().any(|t| t.2 == TokenSource::Cloud));
     assert_eq!(drafted, waited);
+    assert_eq!(drafted_requests, requests);
+    assert_eq!(asked_ahead, waited);
+    assert!(
+        asked_requests > requests,
+        "requests asked ahead from drafts the cloud then contradicted: {asked_requests} vs {requests}"
+    );
 }

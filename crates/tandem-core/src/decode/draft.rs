@@ -34,6 +34,11 @@ impl Draft {
         self.steps.len()
     }
 
+    /// The edge's step after the `i`-th drafted token.
+    pub fn step(&self, i: usize) -> Option<&Step> {
+        self.steps.get(i)
+    }
+
     /// The drafted tokens, in order.
     pub fn tokens<'e>(&self, edge: &'e dyn EdgeModel) -> &'e [TokenId] {
         let cached = edge.tokens();

@@ -203,6 +203,9 @@ fn reply_over<'a, 'b>(
         told_slow: false,
         as_ids: true,
         draft: Draft::default(),
+        ask_ahead: false,
+        ahead: None,
+        wasted: Vec::new(),
     }
 }
 
@@ -216,8 +219,9 @@ fn ask(reply: &mut Reply<'_, '_>, step: &Step, max_tokens: u32) -> (CloudOutcome
         }
         true
     };
+    let sent = reply.send(reply.confirmed_len(), max_tokens, None, &sink);
     let outcome = reply
-        .ask_cloud(waiting(step), 1.0, max_tokens, None, &mut sink)
+        .ask_cloud(waiting(step), 1.0, max_tokens, sent, &mut sink)
         .unwrap();
     (outcome, events)
 }
@@ -228,6 +232,8 @@ fn waiting(step: &Step) -> Wait<'_> {
         confirmed: step,
         room: 100,
         draft: false,
+        asked: 4,
+        span: 4,
     }
 }
 
@@ -735,12 +741,29 @@ struct Distant {
     near: ScriptedCloud,
     polls: u32,
     waiting: Rc<Cell<bool>>,
+    /// Requests on their way now.
+    away: Rc<Cell<u32>>,
+    /// The most requests that were on their way at once.
+    most_away: u32,
+}
+
+impl Distant {
+    fn new(offset: TokenId, polls: u32, edge: &ScriptedEdge) -> Self {
+        Self {
+            near: ScriptedCloud::new(offset),
+            polls,
+            waiting: edge.waiting.clone(),
+            away: Rc::default(),
+            most_away: 0,
+        }
+    }
 }
 
 struct Arriving {
     answer: Option<Result<CloudReply, CloudError>>,
     polls: u32,
     waiting: Rc<Cell<bool>>,
+    away: Rc<Cell<u32>>,
 }
 
 impl InFlight for Arriving {
@@ -748,6 +771,9 @@ impl InFlight for Arriving {
         if self.polls > 0 {
             self.polls -= 1;
             return None;
+        }
+        if self.answer.is_some() {
+            self.away.set(self.away.get() - 1);
         }
         self.waiting.set(false);
         let result = self.answer.take()?;
@@ -770,10 +796,13 @@ impl Cloud for Distant {
     }
     fn send(&mut self, request: &CloudRequest<'_>) -> Box<dyn InFlight> {
         self.waiting.set(true);
+        self.away.set(self.away.get() + 1);
+        self.most_away = self.most_away.max(self.away.get());
         Box::new(Arriving {
             answer: Some(self.near.complete(request)),
             polls: self.polls,
             waiting: self.waiting.clone(),
+            away: self.away.clone(),
         })
     }
 }
@@ -786,20 +815,29 @@ type Shown = (
     u32,
 );
 
-/// A reply over a distant cloud answering `offset + last`, …, with or without drafting, at
-/// `share`; the edge is returned for its counters.
-fn distant_reply(
+/// How a reply meets a distant cloud's round trips.
+#[derive(Clone, Copy)]
+enum Way {
+    /// The edge waits for each answer.
+    Waiting,
+    /// The edge drafts while it waits.
+    Drafting,
+    /// The edge drafts, and the draft's next routed position is asked for at once.
+    AskingAhead,
+}
+
+/// A reply over a distant cloud (answering at its `polls`-th poll) answering
+/// `offset + last`, …, at `share`; the edge and the cloud are returned for their counters,
+/// with how many requests the reply listed.
+fn distant_reply_at(
     offset: TokenId,
-    overlap: bool,
+    way: Way,
     entropy: fn(usize) -> f32,
     share: f32,
-) -> (Shown, ScriptedEdge) {
+    polls: u32,
+) -> (Shown, ScriptedEdge, Distant, usize) {
     let mut edge = ScriptedEdge::new(entropy);
-    let mut cloud = Distant {
-        near: ScriptedCloud::new(offset),
-        polls: 6,
-        waiting: edge.waiting.clone(),
-    };
+    let mut cloud = Distant::new(offset, polls, &edge);
     let live = LiveBudget::new(CloudBudget::share(share));
     let mut events = Vec::new();
     let c = Collaboration {
@@ -812,7 +850,8 @@ fn distant_reply(
     };
     let options = DecodeOptions {
         max_tokens: 60,
-        overlap,
+        overlap: !matches!(way, Way::Waiting),
+        ask_ahead: matches!(way, Way::AskingAhead),
         ..DecodeOptions::default()
     };
     generate(c, &[5, 6, 7], &options, &mut |e: Event| {
@@ -834,7 +873,23 @@ fn distant_reply(
         })
         .collect();
     let (reason, usage) = finished(&events);
-    ((tokens, reason, usage.cloud_requests), edge)
+    let listed = events
+        .iter()
+        .filter(|e| matches!(e, Event::CloudRequest { .. }))
+        .count();
+    ((tokens, reason, usage.cloud_requests), edge, cloud, listed)
+}
+
+/// [`distant_reply_at`] a round trip of six polls away, the edge and its counters.
+fn distant_reply(
+    offset: TokenId,
+    overlap: bool,
+    entropy: fn(usize) -> f32,
+    share: f32,
+) -> (Shown, ScriptedEdge) {
+    let way = if overlap { Way::Drafting } else { Way::Waiting };
+    let (shown, edge, _, _) = distant_reply_at(offset, way, entropy, share, 6);
+    (shown, edge)
 }
 
 /// Uncertain every seventh position, sure elsewhere: a few requests per reply.
@@ -892,13 +947,50 @@ fn a_reply_is_the_same_whether_the_cloud_answers_before_the_draft_or_after_it() 
 }
 
 #[test]
+fn a_request_asked_ahead_from_the_draft_is_used_where_the_reply_comes_to_it() {
+    // The cloud agrees with the edge: every request asked ahead is the one the reply makes
+    // when it gets there, so two are away at once and none is wasted.
+    let (waited, _, one_at_a_time, _) = distant_reply_at(1, Way::Waiting, now_and_then, 0.3, 10);
+    let (ahead, edge, cloud, listed) = distant_reply_at(1, Way::AskingAhead, now_and_then, 0.3, 10);
+    assert!(waited.2 > 2, "the reply asked the cloud several times");
+    assert_eq!(
+        ahead, waited,
+        "the same tokens, sources, scores and requests"
+    );
+    assert_eq!(one_at_a_time.most_away, 1);
+    assert_eq!(
+        cloud.most_away, 2,
+        "the next request went before the answer came"
+    );
+    assert_eq!(listed, waited.2 as usize, "every request listed once");
+    assert_eq!(edge.cached.len(), 3 + ahead.0.len(), "no draft left");
+}
+
+#[test]
+fn a_request_asked_ahead_of_an_answer_that_differs_is_paid_for_listed_and_unused() {
+    // The cloud disagrees with the edge: a request asked from the draft carries tokens the
+    // reply never writes, so it is wasted; the reply is what it is without asking ahead.
+    let (waited, plain, _, _) = distant_reply_at(1000, Way::Waiting, now_and_then, 0.3, 10);
+    let (ahead, edge, cloud, listed) =
+        distant_reply_at(1000, Way::AskingAhead, now_and_then, 0.3, 10);
+    assert_eq!(
+        (&ahead.0, ahead.1),
+        (&waited.0, waited.1),
+        "the user sees the same reply"
+    );
+    assert!(
+        cloud.most_away >= 2,
+        "a request went before the answer came"
+    );
+    assert!(ahead.2 > waited.2, "the wasted requests count: {ahead:?}");
+    assert_eq!(listed, ahead.2 as usize, "wasted requests are listed too");
+    assert_eq!(edge.cached, plain.cached);
+}
+
+#[test]
 fn stop_while_the_cloud_is_away_ends_the_reply_without_its_answer() {
     let mut edge = ScriptedEdge::new(|_| 5.0);
-    let mut cloud = Distant {
-        near: ScriptedCloud::new(1000),
-        polls: u32::MAX,
-        waiting: edge.waiting.clone(),
-    };
+    let mut cloud = Distant::new(1000, u32::MAX, &edge);
     struct StopWhileWaiting(Rc<Cell<bool>>, Vec<Event>);
     impl EventSink for StopWhileWaiting {
         fn emit(&mut self, event: Event) -> bool {
