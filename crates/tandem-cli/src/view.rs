@@ -63,8 +63,12 @@ impl TerminalView {
                 let _ = writeln!(out);
                 let tokens = usage.edge_tokens + usage.cloud_tokens;
                 let seconds = timings.total_ms as f64 / 1000.0;
+                let unused = match usage.cloud_requests_unused {
+                    0 => String::new(),
+                    n => format!(" ({n} asked ahead, unused)"),
+                };
                 eprintln!(
-                    "[{}] edge {} · cloud {} ({:.0}%) · {} requests · ${:.4} · {:.1} tok/s",
+                    "[{}] edge {} · cloud {} ({:.0}%) · {} requests{unused} · ${:.4} · {:.1} tok/s",
                     reason.as_str(),
                     usage.edge_tokens,
                     usage.cloud_tokens,

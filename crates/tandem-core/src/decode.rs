@@ -426,6 +426,7 @@ impl Reply<'_, '_> {
     /// each billed where its answer is in, its worst case where it is still away.
     fn settle_wasted(&mut self, sink: &mut dyn EventSink) {
         self.wasted.extend(self.ahead.take());
+        self.usage.cloud_requests_unused = self.wasted.len() as u32;
         for mut ahead in std::mem::take(&mut self.wasted) {
             let sent = &mut ahead.sent;
             let arrival = sent.in_flight.poll(Duration::ZERO);

@@ -89,6 +89,10 @@ pub struct Usage {
     pub cloud_tokens: u32,
     /// Requests sent to the cloud (failed ones included).
     pub cloud_requests: u32,
+    /// Of those, requests asked ahead from the edge's draft whose answers the reply did not
+    /// use (paid for all the same). Absent in replies saved before it was recorded.
+    #[serde(default)]
+    pub cloud_requests_unused: u32,
     /// Prompt tokens the cloud billed, over all requests.
     pub cloud_prompt_tokens: u64,
     /// Of those, the ones the cloud read from its prompt cache (billed at the cached price).

@@ -150,6 +150,7 @@ mod tests {
             cost_vs_cloud_only: None,
             cloud_share: share,
             cloud_requests: 0,
+            cloud_requests_unused: 0,
             cloud_prompt_tokens: 0,
             cloud_cached_prompt_tokens: 0,
             cloud_completion_tokens: 0,

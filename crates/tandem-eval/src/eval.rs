@@ -153,6 +153,9 @@ pub struct RunResult {
     pub cloud_share: f64,
     /// Cloud requests made.
     pub cloud_requests: u64,
+    /// Of those, requests asked ahead whose answers went unused (paid for all the same).
+    #[serde(default)]
+    pub cloud_requests_unused: u64,
     /// Prompt tokens the cloud billed.
     pub cloud_prompt_tokens: u64,
     /// Of those, the ones the cloud read from its prompt cache (billed at the cached price).
@@ -397,6 +400,7 @@ pub fn evaluate(
                 cost_vs_cloud_only: None,
                 cloud_share: 0.0,
                 cloud_requests: 0,
+                cloud_requests_unused: 0,
                 cloud_prompt_tokens: 0,
                 cloud_cached_prompt_tokens: 0,
                 cloud_completion_tokens: 0,
@@ -469,6 +473,7 @@ pub fn evaluate(
             r.edge_tokens += u64::from(usage.edge_tokens);
             r.cloud_tokens += u64::from(usage.cloud_tokens);
             r.cloud_requests += u64::from(usage.cloud_requests);
+            r.cloud_requests_unused += u64::from(usage.cloud_requests_unused);
             r.cloud_prompt_tokens += usage.cloud_prompt_tokens;
             r.cloud_cached_prompt_tokens += usage.cloud_cached_prompt_tokens;
             r.cloud_completion_tokens += usage.cloud_completion_tokens;

@@ -82,7 +82,7 @@ function expectEvent(e: unknown, what: string): void {
   if (event.type === "notice") expect(NOTICE_KINDS as readonly string[]).toContain(event.kind);
   if (event.type === "finished") {
     expect(FINISH_REASONS as readonly string[]).toContain(event.reason);
-    expectFields(event.usage, "usage", ["edge_tokens", "cloud_tokens", "cloud_requests", "cloud_prompt_tokens", "cloud_cached_prompt_tokens", "cloud_completion_tokens", "est_cost_usd"], ["target_share", "session_share"]);
+    expectFields(event.usage, "usage", ["edge_tokens", "cloud_tokens", "cloud_requests", "cloud_prompt_tokens", "cloud_cached_prompt_tokens", "cloud_completion_tokens", "est_cost_usd"], ["cloud_requests_unused", "target_share", "session_share"]);
     expectFields(event.timings, "timings", ["prefill_ms", "prefill_tokens", "cloud_ms", "total_ms"]);
   }
 }

@@ -75,6 +75,8 @@ export type Usage = {
   edge_tokens: number;
   cloud_tokens: number;
   cloud_requests: number;
+  /** Of the requests, those asked ahead from the edge's draft whose answers the reply did not use (paid for); absent in replies saved before it was recorded. */
+  cloud_requests_unused?: number;
   cloud_prompt_tokens: number;
   /** Of the prompt tokens, those the cloud read from its prompt cache (billed at the cached price). */
   cloud_cached_prompt_tokens: number;

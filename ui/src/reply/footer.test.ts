@@ -21,10 +21,16 @@ describe("footerStats", () => {
       target: null,
       session: null,
       requests: 10,
+      unused: 0,
       cost: "$0.0000",
       tokensPerSecond: "22.6", // 120 tokens / 5.309 s
       reason: "stopped at the length limit",
     });
+  });
+
+  it("says how many requests were asked ahead and went unused, which are paid for too", () => {
+    expect(renderFooter(finished({ cloud_requests: 5, cloud_requests_unused: 2 })).textContent).toContain("5 requests (2 asked ahead, unused)");
+    expect(renderFooter(finished({ cloud_requests: 1 })).textContent).toContain("1 request$");
   });
 
   it("says nothing about the reason when the reply ended normally", () => {

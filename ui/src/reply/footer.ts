@@ -12,6 +12,8 @@ export type FooterStats = {
   /** The share of the replies since the share was set, which the target is about; null when not recorded. */
   session: string | null;
   requests: number;
+  /** Of the requests, those asked ahead whose answers the reply did not use (0 for replies saved before it was recorded). */
+  unused: number;
   cost: string;
   tokensPerSecond: string;
   /** Why it stopped, only when that is not the normal end. */
@@ -37,6 +39,7 @@ export function footerStats(finished: FinishedEvent): FooterStats {
     // One decimal: the session's share is read against its target, often a few points.
     session: usage.session_share == null ? null : `${(usage.session_share * 100).toFixed(1)} %`,
     requests: usage.cloud_requests,
+    unused: usage.cloud_requests_unused ?? 0,
     cost: formatUsd(usage.est_cost_usd),
     tokensPerSecond: seconds > 0 ? (total / seconds).toFixed(1) : "—",
     reason: reason === "stop" ? null : (REASONS[reason] ?? reason),
@@ -53,11 +56,17 @@ export function renderFooter(finished: FinishedEvent): HTMLElement {
     item("edge", String(s.edgeTokens), "stat-edge"),
     item("cloud", String(s.cloudTokens), "stat-cloud"),
     item(shareLabel(s), s.cloudShare, "stat-share"),
-    item(s.requests === 1 ? "request" : "requests", String(s.requests)),
+    item(requestsLabel(s), String(s.requests)),
     item("est.", s.cost),
     item("tok/s", s.tokensPerSecond),
     s.reason ? h("span", { className: "stat stat-reason" }, s.reason) : null,
   );
+}
+
+/** "requests (2 asked ahead, unused)": requests sent from the draft are paid for even where the reply took another way. */
+function requestsLabel(s: FooterStats): string {
+  const noun = s.requests === 1 ? "request" : "requests";
+  return s.unused > 0 ? `${noun} (${s.unused} asked ahead, unused)` : noun;
 }
 
 /** "cloud share (target 5 %, 4.8 % over the session)": a reply may spend what earlier ones saved, so the target is about the session. */

@@ -828,14 +828,14 @@ enum Way {
 
 /// A reply over a distant cloud (answering at its `polls`-th poll) answering
 /// `offset + last`, …, at `share`; the edge and the cloud are returned for their counters,
-/// with how many requests the reply listed.
+/// with how many requests the reply listed and how many it said went unused.
 fn distant_reply_at(
     offset: TokenId,
     way: Way,
     entropy: fn(usize) -> f32,
     share: f32,
     polls: u32,
-) -> (Shown, ScriptedEdge, Distant, usize) {
+) -> (Shown, ScriptedEdge, Distant, (usize, u32)) {
     let mut edge = ScriptedEdge::new(entropy);
     let mut cloud = Distant::new(offset, polls, &edge);
     let live = LiveBudget::new(CloudBudget::share(share));
@@ -877,7 +877,8 @@ fn distant_reply_at(
         .iter()
         .filter(|e| matches!(e, Event::CloudRequest { .. }))
         .count();
-    ((tokens, reason, usage.cloud_requests), edge, cloud, listed)
+    let counts = (listed, usage.cloud_requests_unused);
+    ((tokens, reason, usage.cloud_requests), edge, cloud, counts)
 }
 
 /// [`distant_reply_at`] a round trip of six polls away, the edge and its counters.
@@ -962,7 +963,11 @@ fn a_request_asked_ahead_from_the_draft_is_used_where_the_reply_comes_to_it() {
         cloud.most_away, 2,
         "the next request went before the answer came"
     );
-    assert_eq!(listed, waited.2 as usize, "every request listed once");
+    assert_eq!(
+        listed,
+        (waited.2 as usize, 0),
+        "every request listed once, none unused"
+    );
     assert_eq!(edge.cached.len(), 3 + ahead.0.len(), "no draft left");
 }
 
@@ -983,7 +988,11 @@ fn a_request_asked_ahead_of_an_answer_that_differs_is_paid_for_listed_and_unused
         "a request went before the answer came"
     );
     assert!(ahead.2 > waited.2, "the wasted requests count: {ahead:?}");
-    assert_eq!(listed, ahead.2 as usize, "wasted requests are listed too");
+    assert_eq!(
+        listed,
+        (ahead.2 as usize, ahead.2 - waited.2),
+        "wasted requests are listed too, and said to be unused"
+    );
     assert_eq!(edge.cached, plain.cached);
 }
 
