@@ -94,6 +94,7 @@ fn events() -> Vec<Event> {
                 edge_tokens: 1,
                 cloud_tokens: 1,
                 cloud_requests: 1,
+                cloud_requests_unused: 0,
                 cloud_prompt_tokens: 12,
                 cloud_cached_prompt_tokens: 0,
                 cloud_completion_tokens: 4,
