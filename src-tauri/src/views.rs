@@ -189,6 +189,10 @@ pub struct SettingsView {
     pub threads: Option<u32>,
     /// The cloud endpoint.
     pub cloud: CloudSettingsView,
+    /// Whether, while a request is away, the request the edge's draft would make next goes
+    /// at once: replies come sooner over a network, and an answer the reply does not come to
+    /// is still billed.
+    pub ask_ahead: bool,
     /// The router.
     pub router: RouterSettingsView,
     /// What new conversations are answered with.
@@ -206,6 +210,7 @@ impl SettingsView {
                 model: config.cloud.model.clone(),
                 mode: config.cloud.mode,
             },
+            ask_ahead: config.cloud.ask_ahead,
             router: RouterSettingsView {
                 kind: config.router.kind,
             },
@@ -220,6 +225,7 @@ impl SettingsView {
         config.cloud.url = self.cloud.url.trim().trim_end_matches('/').to_owned();
         config.cloud.model = self.cloud.model.filter(|m| !m.trim().is_empty());
         config.cloud.mode = self.cloud.mode;
+        config.cloud.ask_ahead = self.ask_ahead;
         config.router.kind = self.router.kind;
         config.set_chat_settings(self.chat);
     }

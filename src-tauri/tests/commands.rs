@@ -237,10 +237,15 @@ fn a_fresh_home_says_the_model_is_missing_and_keeps_conversations() {
     budget["max_share"] = json!(0.25);
     budget["daily_spend_cap_usd"] = json!(2.0);
     app.ok("budget_set", json!({"budget": budget}));
-    let settings = app.ok("settings_get", json!({}));
+    // Asking ahead is on until the user turns it off; off, it stays off.
+    let mut settings = app.ok("settings_get", json!({}));
     assert_eq!(settings["cloud"]["url"], "");
+    assert_eq!(settings["ask_ahead"], true);
+    settings["ask_ahead"] = json!(false);
+    app.ok("settings_set", json!({"settings": settings}));
     drop(app);
     let app = App::start(home.path());
+    assert_eq!(app.ok("settings_get", json!({}))["ask_ahead"], false);
     let status = app.ok("app_status", json!({}));
     assert_eq!(status["budget"]["max_share"], 0.25);
     assert_eq!(status["meter"]["cap_usd"], 2.0);

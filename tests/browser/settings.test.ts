@@ -136,6 +136,10 @@ describe("settings", () => {
     await dialog.locator("#router-kind").selectOption("entropy");
     expect(await dialog.locator("#router-hint").textContent()).toContain("most spread out");
     await dialog.locator("#threads").fill("4");
+    // On by default; a user who pays per request can turn it off.
+    expect(await dialog.locator("#ask-ahead").isChecked()).toBe(true);
+    expect(await dialog.locator("label.check").textContent()).toContain("still billed");
+    await dialog.locator("#ask-ahead").uncheck();
     await dialog.locator("#spend-cap").fill("2.5");
     expect(await dialog.locator("#max-wait").inputValue()).toBe("");
     await dialog.locator("#max-wait").fill("800");
@@ -156,6 +160,7 @@ describe("settings", () => {
       edge: "qwen2.5-coder-0.5b",
       threads: 4,
       cloud: { url: "", model: null, mode: "completions" },
+      ask_ahead: false,
       router: { kind: "entropy" },
       chat: { system_prompt: "Be brief.", temperature: 0, top_p: 0.95, max_tokens: 256, context_policy: "stop" },
     });
@@ -164,6 +169,9 @@ describe("settings", () => {
     expect(budget.max_wait_ms).toBe(800);
     expect(budget.prices).toEqual({ input_per_mtok: 0.2, output_per_mtok: 0.8, cached_input_per_mtok: 0.05 });
     await expect.poll(() => page.locator(".router").textContent()).toBe("entropy");
+    // Opened again, the dialog shows what was saved.
+    const again = await openSettings(page);
+    expect(await again.locator("#ask-ahead").isChecked()).toBe(false);
     await page.context().close();
   });
 

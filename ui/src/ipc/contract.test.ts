@@ -149,7 +149,7 @@ describe("fixtures written from the Rust types", () => {
     // The chat settings offer exactly the backend's policies, in its order.
     context_policies: (v) => expect(v).toEqual([...CONTEXT_POLICIES]),
     settings: (v) => {
-      expectFields(v, "Settings", ["edge", "threads", "cloud", "router", "chat"]);
+      expectFields(v, "Settings", ["edge", "threads", "cloud", "ask_ahead", "router", "chat"]);
       expectChatSettings((v as { chat: unknown }).chat);
       expectFields((v as Record<string, unknown>).cloud, "Settings.cloud", ["url", "model", "mode"]);
       expectFields((v as Record<string, unknown>).router, "Settings.router", ["kind"]);

@@ -257,6 +257,8 @@ export type Settings = {
   edge: string;
   threads: number | null;
   cloud: CloudSettings;
+  /** While a request is away, send the one the edge's draft would make next (faster over a network; an unused answer is still billed). */
+  ask_ahead: boolean;
   router: { kind: RouterKind };
   /** What chats without settings of their own are answered with. */
   chat: ChatSettings;
