@@ -35,8 +35,8 @@ pub struct Overrides {
     #[arg(long, value_parser = parse_mode)]
     pub cloud_mode: Option<CloudMode>,
     /// Maximum cloud share of the replies' tokens, counted across replies (a reply may spend
-    /// up to four tokens earlier ones saved, keeping one for the next reply's first token): 0
-    /// never calls the cloud, 1 is cloud-only.
+    /// up to four tokens earlier ones saved, leaving two for the next reply's opening once its
+    /// own is past): 0 never calls the cloud, 1 is cloud-only.
     #[arg(long, value_parser = share)]
     pub budget: Option<Share>,
     /// Maximum cloud tokens per reply.
@@ -55,6 +55,14 @@ pub struct Overrides {
     /// Tokens asked for per cloud request.
     #[arg(long)]
     pub span: Option<u32>,
+    /// Whether the edge drafts its own continuation while a request is away (default true).
+    #[arg(long)]
+    pub overlap: Option<bool>,
+    /// Whether, while a request is away, the request the draft would make next goes at once
+    /// (default true): sooner replies over a network; an answer the reply does not use is
+    /// still billed.
+    #[arg(long)]
+    pub ask_ahead: Option<bool>,
     /// Maximum tokens in a reply.
     #[arg(long)]
     pub max_tokens: Option<u32>,
@@ -121,6 +129,12 @@ impl Overrides {
         if let Some(v) = self.span {
             anyhow::ensure!(v >= 1, "--span must be at least 1");
             c.cloud.span = v;
+        }
+        if let Some(v) = self.overlap {
+            c.cloud.overlap = v;
+        }
+        if let Some(v) = self.ask_ahead {
+            c.cloud.ask_ahead = v;
         }
         if let Some(v) = self.max_tokens {
             c.max_tokens = v;

@@ -144,6 +144,50 @@ fn generate_json_prints_only_events_and_routes_to_the_cloud() {
     );
 }
 
+/// While a slow request is away the edge drafts, and by default sends the request its draft
+/// would make next; where the cloud's answer differs from the draft that request is billed
+/// and counted as unused. `--ask-ahead false` sends only the requests the reply uses.
+#[test]
+fn requests_asked_ahead_are_counted_when_unused_and_ask_ahead_false_sends_none() {
+    let Some(model) = smollm2() else { return };
+    let finished = |flags: &[&str]| {
+        let home = tempfile::tempdir().unwrap();
+        let fake = FakeCloud::start(Script::cycle(&[" ocean"])).unwrap();
+        fake.push_faults((0..40).map(|_| Fault::Delay(std::time::Duration::from_millis(150))));
+        let mut all = vec![
+            "--max-tokens",
+            "6",
+            "--budget",
+            "1",
+            "--router",
+            "cloud-only",
+        ];
+        all.extend_from_slice(&["--span", "1"]);
+        all.extend_from_slice(flags);
+        let output = generate(home.path(), &model, &fake, "Tell me about the sea.", &all)
+            .output()
+            .unwrap();
+        let usage = json_events(&output).last().unwrap()["usage"].clone();
+        assert_eq!(
+            usage["cloud_requests"].as_u64(),
+            Some(fake.requests() as u64),
+            "{usage}"
+        );
+        usage
+    };
+    let asked = finished(&[]);
+    assert!(
+        asked["cloud_requests_unused"].as_u64().unwrap() >= 1,
+        "{asked}"
+    );
+    let only_used = finished(&["--ask-ahead", "false"]);
+    assert_eq!(only_used["cloud_requests_unused"], 0, "{only_used}");
+    assert_eq!(
+        only_used["cloud_requests"], only_used["cloud_tokens"],
+        "{only_used}"
+    );
+}
+
 #[test]
 fn a_cloud_past_the_wait_limit_is_named_in_a_notice_and_the_reply_finishes() {
     let Some(model) = smollm2() else { return };
