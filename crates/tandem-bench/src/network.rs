@@ -63,6 +63,11 @@ struct Measured {
     tokens: u32,
     requests: u32,
     cloud_tokens: u32,
+    /// Answers that changed the reply (a kept cloud token the edge would not have written),
+    /// and their round trips in all: no draft hides these waits, since the edge cannot draft
+    /// what the cloud will say.
+    changed: u32,
+    changed_wait: Duration,
     text: String,
 }
 
@@ -97,7 +102,7 @@ pub fn run(setup: &Setup<'_>) -> Result<String> {
         setup.max_tokens,
     );
     out.push_str(
-        "| prompts (median reply, edge-only) | cloud's own time | RTT (± 10% jitter) | routed ÷ edge-only wall time: waiting / drafting / asking ahead (default) | first token: edge-only → waiting → drafting → asking ahead | requests per reply: drafting / asking ahead | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting / asking ahead | replies identical to waiting's: drafting, asking ahead | connections opened |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        "| prompts (median reply, edge-only) | cloud's own time | RTT (± 10% jitter) | routed ÷ edge-only wall time: waiting / drafting / asking ahead (default) | answers that change the reply, per reply (edge-only + their waits) | first token: edge-only → waiting → drafting → asking ahead | requests per reply: drafting / asking ahead | cloud tokens per reply | tokens shown per s: edge-only / waiting / drafting / asking ahead | replies identical to waiting's: drafting, asking ahead | connections opened |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
     );
     let servers = std::iter::once(None).chain(setup.server_times.iter().copied().map(Some));
     let limits: Vec<_> = std::iter::once(None)
@@ -251,7 +256,9 @@ fn reply(
     let mut first_token = None;
     let mut text = String::new();
     let (mut tokens, mut cloud_tokens) = (0, 0);
+    let mut changes = Changes::default();
     let mut sink = |event: Event| {
+        changes.see(&event);
         if let Event::Token {
             text: piece,
             source,
@@ -272,8 +279,41 @@ fn reply(
         tokens,
         requests: usage.cloud_requests,
         cloud_tokens,
+        changed: changes.count,
+        changed_wait: changes.wait,
         text,
     })
+}
+
+/// Counts a reply's answers that changed it, from its events.
+#[derive(Default)]
+struct Changes {
+    count: u32,
+    wait: Duration,
+    /// The latest answer's round trip, until one of its tokens changes the reply.
+    answer: Option<Duration>,
+}
+
+impl Changes {
+    fn see(&mut self, event: &Event) {
+        match event {
+            Event::CloudRequest { ok, ms, .. } => {
+                self.answer = ok.then(|| Duration::from_millis(*ms));
+            }
+            Event::Token {
+                text,
+                source: TokenSource::Cloud,
+                edge_candidate: Some(edge),
+                ..
+            } if edge != text => {
+                if let Some(wait) = self.answer.take() {
+                    self.count += 1;
+                    self.wait += wait;
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn row(set: &str, server: &str, rtt: u64, answers: &[Prompted], connections: u64) -> String {
@@ -307,13 +347,21 @@ fn row(set: &str, server: &str, rtt: u64, answers: &[Prompted], connections: u64
             .filter(|a| pick(a).text == a.waiting.text)
             .count()
     };
+    // Edge-only plus every wait for an answer that changed the reply: what a reply would
+    // take if every other round trip were hidden.
+    let unhideable = median(answers.iter().map(|a| {
+        let edge = a.edge.wall.as_secs_f64();
+        (edge + a.ahead.changed_wait.as_secs_f64()) / edge
+    }));
     let reply_tokens = median(answers.iter().map(|a| f64::from(a.edge.tokens)));
     format!(
-        "| {set} ({:.0} tokens) | {server} | {rtt} ms | {:.2}× / {:.2}× / {:.2}× | {:.2} → {:.2} → {:.2} → {:.2} s | {:.1} / {:.1} | {:.1} | {:.1} / {:.1} / {:.1} / {:.1} | {}, {} of {} | {connections} |\n",
+        "| {set} ({:.0} tokens) | {server} | {rtt} ms | {:.2}× / {:.2}× / {:.2}× | {:.1} ({:.2}×) | {:.2} → {:.2} → {:.2} → {:.2} s | {:.1} / {:.1} | {:.1} | {:.1} / {:.1} / {:.1} / {:.1} | {}, {} of {} | {connections} |\n",
         reply_tokens,
         ratio(|a| &a.waiting),
         ratio(|a| &a.drafting),
         ratio(|a| &a.ahead),
+        per_reply(|a| &a.ahead, |m| m.changed),
+        unhideable,
         first(|a| &a.edge),
         first(|a| &a.waiting),
         first(|a| &a.drafting),
@@ -335,4 +383,64 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     let mut v: Vec<f64> = values.collect();
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(ms: u64) -> Event {
+        Event::CloudRequest {
+            sent: String::new(),
+            ok: true,
+            ms,
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            cost_usd: 0.0,
+        }
+    }
+
+    fn token(text: &str, edge: Option<&str>) -> Event {
+        Event::Token {
+            text: text.into(),
+            id: 1,
+            source: match edge {
+                Some(_) => TokenSource::Cloud,
+                None => TokenSource::Edge,
+            },
+            score: 0.5,
+            edge_candidate: edge.map(Into::into),
+            request_ms: None,
+        }
+    }
+
+    #[test]
+    fn an_answer_counts_once_where_one_of_its_tokens_is_not_the_edges() {
+        let mut changes = Changes::default();
+        let events = [
+            // Agrees with the edge: hidden behind the draft.
+            answer(250),
+            token(" Paris", Some(" Paris")),
+            token(" is", None),
+            // Two tokens the edge would not have written, one answer.
+            answer(300),
+            token(" Lyon", Some(" Paris")),
+            token("nais", Some(".")),
+            // A failed request changes nothing.
+            Event::CloudRequest {
+                sent: String::new(),
+                ok: false,
+                ms: 900,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                cost_usd: 0.0,
+            },
+            token(" city", None),
+        ];
+        for event in &events {
+            changes.see(event);
+        }
+        assert_eq!(changes.count, 1);
+        assert_eq!(changes.wait, Duration::from_millis(300));
+    }
 }
