@@ -36,7 +36,8 @@ pub struct Overrides {
     pub cloud_mode: Option<CloudMode>,
     /// Maximum cloud share of the replies' tokens, counted across replies (a reply may spend
     /// up to four tokens earlier ones saved, leaving two for the next reply's opening once its
-    /// own is past): 0 never calls the cloud, 1 is cloud-only.
+    /// own is past; an opening may borrow its token from later replies): 0 never calls the
+    /// cloud, 1 is cloud-only.
     #[arg(long, value_parser = share)]
     pub budget: Option<Share>,
     /// Maximum cloud tokens per reply.

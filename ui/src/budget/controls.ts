@@ -8,7 +8,7 @@ import { icon } from "../shell/icons";
 
 /** What the slider promises, shown on hover and read by screen readers. */
 export const SHARE_MEANING =
-  "This share of your replies' tokens, counted across replies, is the most the cloud model writes; the router spends it where the local model is least sure. A reply may spend up to four tokens that earlier replies left unspent (two to start), but past its opening (the first token the router wants from the cloud) it leaves two for the next reply's opening, so even a short answer's deciding word can come from the cloud.";
+  "This share of your replies' tokens, counted across replies, is the most the cloud model writes; the router spends it where the local model is least sure. A reply may spend up to four tokens that earlier replies left unspent (two to start), but past its opening (the first token the router wants from the cloud) it leaves two for the next reply's opening; an opening the account cannot pay for borrows its token from the replies after it. So even a short answer's deciding word can come from the cloud.";
 
 export class BudgetControls {
   readonly element: HTMLElement;
