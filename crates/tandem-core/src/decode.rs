@@ -25,7 +25,7 @@ use crate::router::Router;
 use crate::sampling::{Sampler, SamplingParams};
 use crate::spend::{Refusal, Reservation, SpendLedger};
 use crate::utf8_stream::Utf8Stream;
-use ahead::{Ahead, Course, Lookahead, Sent, MAX_AHEAD};
+use ahead::{Ahead, Course, Lookahead, Sent};
 use draft::Draft;
 use std::time::{Duration, Instant};
 
@@ -113,7 +113,7 @@ pub fn generate(
         as_ids: false,
         draft: Draft::default(),
         ask_ahead: options.overlap && options.ask_ahead,
-        aheads: Vec::new(),
+        ahead: None,
         wasted: Vec::new(),
     };
     let keep_going = sink.emit(Event::Started {
@@ -177,8 +177,8 @@ struct Reply<'a, 'b> {
     draft: Draft,
     /// Whether requests go as soon as the draft comes to their position.
     ask_ahead: bool,
-    /// Requests sent for positions the reply has not reached.
-    aheads: Vec<Ahead>,
+    /// The request sent for a position the reply has not reached, if any.
+    ahead: Option<Ahead>,
     /// Requests asked ahead whose answers the reply did not use.
     wasted: Vec<Ahead>,
 }
@@ -265,7 +265,7 @@ impl Reply<'_, '_> {
                     }
                 },
                 RouteDecision::Edge => {
-                    self.drop_passed_aheads();
+                    self.drop_passed_ahead();
                     CloudOutcome::UseEdge
                 }
             };
@@ -318,7 +318,7 @@ impl Reply<'_, '_> {
     ) -> Result<Option<Arrival>, EdgeError> {
         let mut drafting = wait.draft;
         let mut lookahead =
-            (drafting && self.ask_ahead).then(|| Lookahead::new(self.controller, wait.asked));
+            (drafting && self.may_ask_ahead()).then(|| Lookahead::new(self.controller, wait.asked));
         loop {
             let patience = if drafting { Duration::ZERO } else { STOP_POLL };
             if let Some(arrival) = in_flight.poll(patience) {
@@ -332,11 +332,18 @@ impl Reply<'_, '_> {
                 drafting = self
                     .draft
                     .grow(edge, &mut self.sampler, wait.confirmed, wait.room)?;
-                while let Some(found) = lookahead.as_mut().and_then(|l| self.look(l, &wait)) {
+                if let Some(found) = lookahead.as_mut().and_then(|l| self.look(l, &wait)) {
                     self.ask_ahead(found, wait.span, sink);
+                    lookahead = None;
                 }
             }
         }
+    }
+
+    /// Whether the reply may send a request for a position it has not reached: asking ahead
+    /// is on, no such request is out, and the cloud has not just failed.
+    fn may_ask_ahead(&self) -> bool {
+        self.ask_ahead && self.ahead.is_none() && self.cloud_failures == 0
     }
 
     /// The next drafted position the reply would route, were the cloud to agree with the
@@ -360,8 +367,7 @@ impl Reply<'_, '_> {
     }
 
     /// Sends the request for the position `drafted` tokens into the draft, asking for
-    /// `max_tokens`, unless it is out already, [`MAX_AHEAD`] are, the cloud has just failed,
-    /// or the context window or the daily cap would stop the reply there.
+    /// `max_tokens`, unless the context window or the daily cap would stop the reply there.
     fn ask_ahead(
         &mut self,
         (drafted, max_tokens): (usize, u32),
@@ -369,19 +375,14 @@ impl Reply<'_, '_> {
         sink: &mut dyn EventSink,
     ) {
         let prompt_len = self.confirmed_len() + drafted;
-        let prompt = &self.edge.tokens()[..prompt_len];
-        if self.aheads.len() >= MAX_AHEAD
-            || self.cloud_failures > 0
-            || self.aheads.iter().any(|a| a.is_for(prompt, max_tokens))
-            || prompt_len + span as usize + 1 >= self.edge.context_size()
-        {
+        if prompt_len + span as usize + 1 >= self.edge.context_size() {
             return;
         }
         let Ok(booked) = self.book(prompt_len, max_tokens, sink) else {
             return;
         };
         let sent = self.send(prompt_len, max_tokens, booked, sink);
-        self.aheads.push(Ahead {
+        self.ahead = Some(Ahead {
             prompt: self.edge.tokens()[..prompt_len].to_vec(),
             max_tokens,
             sent,
@@ -392,36 +393,39 @@ impl Reply<'_, '_> {
     /// asked ahead where it is this very request, else sent now (its worst case booked first).
     fn request(&mut self, max_tokens: u32, sink: &mut dyn EventSink) -> Result<Sent, Refusal> {
         let confirmed_len = self.confirmed_len();
-        let confirmed = &self.edge.tokens()[..confirmed_len];
-        let asked = self
-            .aheads
-            .iter()
-            .position(|a| a.is_for(confirmed, max_tokens))
-            .map(|i| self.aheads.remove(i).sent);
-        self.drop_passed_aheads();
-        if let Some(sent) = asked {
-            return Ok(sent);
+        if let Some(ahead) = self.ahead.take() {
+            let confirmed = &self.edge.tokens()[..confirmed_len];
+            if ahead.is_for(confirmed, max_tokens) {
+                return Ok(ahead.sent);
+            }
+            self.keep_or_waste(ahead);
         }
         let booked = self.book(confirmed_len, max_tokens, sink)?;
         Ok(self.send(confirmed_len, max_tokens, booked, sink))
     }
 
-    /// Drops the requests asked ahead whose positions the reply has passed or whose tokens
-    /// it left (the loop decided otherwise, or the cloud disagreed with the draft they were
-    /// asked from).
-    fn drop_passed_aheads(&mut self) {
+    /// Drops the request asked ahead once the reply has passed its position or left the
+    /// tokens it was asked on (the loop decided otherwise, or the cloud disagreed with the
+    /// draft it was asked from).
+    fn drop_passed_ahead(&mut self) {
+        if let Some(ahead) = self.ahead.take() {
+            self.keep_or_waste(ahead);
+        }
+    }
+
+    fn keep_or_waste(&mut self, ahead: Ahead) {
         let confirmed = &self.edge.tokens()[..self.confirmed_len()];
-        let (ahead, passed) = std::mem::take(&mut self.aheads)
-            .into_iter()
-            .partition(|a| a.is_ahead_of(confirmed));
-        self.aheads = ahead;
-        self.wasted.extend::<Vec<_>>(passed);
+        if ahead.is_ahead_of(confirmed) {
+            self.ahead = Some(ahead);
+        } else {
+            self.wasted.push(ahead);
+        }
     }
 
     /// Books, bills and lists the requests asked ahead that the reply did not use: what
     /// each billed where its answer is in, its worst case where it is still away.
     fn settle_wasted(&mut self, sink: &mut dyn EventSink) {
-        self.wasted.append(&mut self.aheads);
+        self.wasted.extend(self.ahead.take());
         self.usage.cloud_requests_unused = self.wasted.len() as u32;
         for mut ahead in std::mem::take(&mut self.wasted) {
             let sent = &mut ahead.sent;

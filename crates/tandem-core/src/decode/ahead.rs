@@ -5,8 +5,7 @@
 //! waits three round trips one after another, even where every answer agrees with what the
 //! edge drafted meanwhile. While one request is away the draft runs ahead of the reply;
 //! where it comes to a position the loop would route were the cloud to agree with the draft
-//! so far, that position's request goes at once, its prompt the draft (up to [`MAX_AHEAD`]
-//! such requests out). If the reply gets
+//! so far, that position's request goes at once, its prompt the draft. If the reply gets
 //! there on exactly those tokens and routes the position with the same span, the answer is
 //! on its way or already in. Otherwise (the cloud disagreed and the draft was rolled back,
 //! or the loop decided otherwise) the request was wasted: it is booked, billed and listed as
@@ -20,13 +19,6 @@ use crate::edge::TokenId;
 use crate::event::TokenSource;
 use crate::spend::Reservation;
 use std::time::Instant;
-
-/// The most requests out for positions the reply has not reached. A short chat reply routes
-/// three or four positions in a dozen tokens, and about one answer in eight changes what the
-/// edge drafted (`docs/benchmarks.md`): with one such request out, the third position's went
-/// only when the reply reached the second. Each one more is paid for where an answer before
-/// it changes the reply.
-pub(super) const MAX_AHEAD: usize = 3;
 
 /// A request on its way, with what it may cost.
 pub(super) struct Sent {
@@ -65,13 +57,12 @@ impl Ahead {
     }
 }
 
-/// The loop's decisions over a draft, made as they would be were the cloud to agree with it
-/// (at the routed position and at every one found on the way): a copy of the reply's budget,
-/// taken at a routed position, and moved along the draft position by position.
+/// The loop's decisions over a draft, made as they would be were the cloud to agree with it:
+/// a copy of the reply's budget, taken at a routed position whose request asked for `asked`
+/// tokens, and moved along the draft position by position.
 pub(super) struct Lookahead {
     controller: ReplyBudget,
-    /// The draft position where the span last asked for ends.
-    span_end: usize,
+    asked: u32,
     /// The next draft position to decide (1: the one after the routed position).
     next: usize,
 }
@@ -93,14 +84,14 @@ impl Lookahead {
         controller.record(0, 1, 0.0);
         Self {
             controller,
-            span_end: asked as usize,
+            asked,
             next: 1,
         }
     }
 
-    /// The next draft position after those already decided that the loop would route:
+    /// The first draft position after those already decided that the loop would route:
     /// its offset from the routed position (the request's prompt holds that many drafted
-    /// tokens) and the span it would ask for; its token counts as the cloud's from then on. `score(offset)` is the router's score at the
+    /// tokens) and the span it would ask for. `score(offset)` is the router's score at the
     /// position `offset` tokens past the routed one, if the draft reaches it.
     pub fn next_routed(
         &mut self,
@@ -110,7 +101,7 @@ impl Lookahead {
         while let Some(score) = score(self.next) {
             let offset = self.next;
             self.next += 1;
-            if offset < self.span_end {
+            if offset < self.asked as usize {
                 // Within the span asked for: the cloud's token, agreeing with the draft.
                 let source = self.controller.span_token_source(score, true, false);
                 let cloud = u32::from(source == Some(TokenSource::Cloud));
@@ -125,8 +116,7 @@ impl Lookahead {
             let span = course.span.min(remaining);
             match self.controller.decide(course.budget, score, span) {
                 RouteDecision::Cloud { max_tokens } => {
-                    self.controller.record(0, 1, 0.0);
-                    self.span_end = offset + max_tokens as usize;
+                    self.next = usize::MAX;
                     return Some((offset, max_tokens));
                 }
                 RouteDecision::Edge => self.controller.record(1, 0, 0.0),
