@@ -161,8 +161,9 @@ fn requests_asked_ahead_are_counted_when_unused_and_ask_ahead_false_sends_none()
             "1",
             "--router",
             "cloud-only",
+            "--span",
+            "1",
         ];
-        all.extend_from_slice(&["--span", "1"]);
         all.extend_from_slice(flags);
         let output = generate(home.path(), &model, &fake, "Tell me about the sea.", &all)
             .output()
