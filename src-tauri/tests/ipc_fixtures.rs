@@ -46,6 +46,7 @@ fn events() -> Vec<Event> {
             prompt_tokens: 12,
             completion_tokens: 4,
             cost_usd: 0.00002,
+            unused: false,
         },
         Event::Token {
             text: "Hello".into(),
@@ -62,6 +63,16 @@ fn events() -> Vec<Event> {
             score: 0.05,
             edge_candidate: None,
             request_ms: None,
+        },
+        // Asked ahead from the draft; the reply ended before its answer came back.
+        Event::CloudRequest {
+            sent: "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!".into(),
+            ok: false,
+            ms: 90,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cost_usd: 0.00003,
+            unused: true,
         },
     ];
     for kind in [

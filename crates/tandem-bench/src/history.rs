@@ -176,6 +176,7 @@ fn exchange(conversation: &Conversation, n: usize, r: usize) -> (String, Vec<Eve
                 prompt_tokens: ((prompt.len() + reply.len()) / 4) as u64,
                 completion_tokens: 4,
                 cost_usd: 0.0001,
+                unused: false,
             });
         }
         reply.push_str(&text);

@@ -397,6 +397,7 @@ mod tests {
             prompt_tokens: 10,
             completion_tokens: 2,
             cost_usd: 0.0,
+            unused: false,
         }
     }
 
@@ -434,6 +435,7 @@ mod tests {
                 prompt_tokens: 0,
                 completion_tokens: 0,
                 cost_usd: 0.0,
+                unused: false,
             },
             token(" city", None),
         ];

@@ -450,6 +450,7 @@ impl Reply<'_, '_> {
                 prompt_tokens: answer.as_ref().map_or(0, |a| a.prompt_tokens),
                 completion_tokens: answer.as_ref().map_or(0, |a| a.completion_tokens),
                 cost_usd: billed.unwrap_or(sent.worst_case),
+                unused: true,
             });
         }
     }
@@ -643,6 +644,7 @@ impl Reply<'_, '_> {
                     prompt_tokens: 0,
                     completion_tokens: 0,
                     cost_usd: 0.0,
+                    unused: false,
                 });
                 self.cloud_failed(&error, sink);
                 return Ok(CloudOutcome::UseEdge);
@@ -658,6 +660,7 @@ impl Reply<'_, '_> {
             prompt_tokens: answer.prompt_tokens,
             completion_tokens: answer.completion_tokens,
             cost_usd: answer.cost,
+            unused: false,
         });
         if answer.tokens.is_empty() {
             self.controller.record(0, 0, answer.cost);

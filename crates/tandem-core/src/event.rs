@@ -186,6 +186,11 @@ pub enum Event {
         completion_tokens: u64,
         /// Estimated cost, in USD.
         cost_usd: f64,
+        /// Asked ahead from the edge's draft, and the reply did not come to its position as
+        /// drafted (or ended first): sent and billed, its answer not used. `ok` then says
+        /// whether the answer had come back by the reply's end; one still away is no failure.
+        #[serde(default, skip_serializing_if = "is_false")]
+        unused: bool,
     },
     /// The conversation outgrew the context window: messages `from..to` of the history
     /// (oldest is 0) are out of both models' view for this reply. Sent before `started`.
@@ -228,6 +233,10 @@ impl<F: FnMut(Event) -> bool> EventSink for F {
     fn emit(&mut self, event: Event) -> bool {
         self(event)
     }
+}
+
+fn is_false(flag: &bool) -> bool {
+    !flag
 }
 
 #[cfg(test)]

@@ -446,7 +446,11 @@ pub fn evaluate(
                         // Four decimals keep replies.jsonl small.
                         scores.push((score * 1e4).round() / 1e4);
                     }
-                    Event::CloudRequest { ok: false, .. } => failures += 1,
+                    Event::CloudRequest {
+                        ok: false,
+                        unused: false,
+                        ..
+                    } => failures += 1,
                     Event::Finished { reason, .. } => ended = reason == FinishReason::Stop,
                     _ => {}
                 }

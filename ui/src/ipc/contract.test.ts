@@ -69,7 +69,7 @@ const EVENT_FIELDS: Record<string, [string[], string[]?]> = {
   left_out: [["type", "from", "to"]],
   started: [["type", "edge_model", "cloud", "router", "prompt_tokens"]],
   token: [["type", "text", "id", "source", "score"], ["edge_candidate", "request_ms"]],
-  cloud_request: [["type", "sent", "ok", "ms", "prompt_tokens", "completion_tokens", "cost_usd"]],
+  cloud_request: [["type", "sent", "ok", "ms", "prompt_tokens", "completion_tokens", "cost_usd"], ["unused"]],
   notice: [["type", "kind", "message"]],
   finished: [["type", "reason", "usage", "timings"]],
 };

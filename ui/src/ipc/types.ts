@@ -115,6 +115,8 @@ export type CloudRequestEvent = {
   prompt_tokens: number;
   completion_tokens: number;
   cost_usd: number;
+  /** Asked ahead from the edge's draft and not used (billed all the same); `ok` then only says whether its answer came back before the reply ended. Absent: used (or not asked ahead). */
+  unused?: boolean;
 };
 /** Messages `from`..`to` (exclusive) of the history are out of both models' view for this reply. */
 export type LeftOutEvent = { type: "left_out"; from: number; to: number };

@@ -1,4 +1,5 @@
 /** "Sent to cloud": exactly what each cloud request carried, so the user can audit a reply. */
+import type { CloudRequestEvent } from "../ipc/types";
 import type { ReplyLog } from "./log";
 import { h } from "../shell/dom";
 import { icon } from "../shell/icons";
@@ -15,11 +16,11 @@ export function renderPrivacy(log: ReplyLog): HTMLElement {
   const items = log.requests.map((r, i) =>
     h(
       "li",
-      { className: r.ok ? "request ok" : "request failed" },
+      { className: `request ${outcome(r)}` },
       h(
         "div",
         { className: "request-meta" },
-        h("b", {}, `#${i + 1} ${r.ok ? "ok" : "failed"}`),
+        h("b", {}, `#${i + 1} ${OUTCOME_LABEL[outcome(r)]}`),
         ` · ${r.ms} ms · ${r.prompt_tokens} prompt + ${r.completion_tokens} completion tokens`,
       ),
       h("pre", { className: "request-sent" }, r.sent),
@@ -32,3 +33,12 @@ export function renderPrivacy(log: ReplyLog): HTMLElement {
     h("ol", {}, ...items),
   );
 }
+
+type Outcome = "ok" | "failed" | "unused";
+
+/** A request asked ahead and not used did not fail, even where its answer had not come back when the reply ended. */
+function outcome(r: CloudRequestEvent): Outcome {
+  return r.unused ? "unused" : r.ok ? "ok" : "failed";
+}
+
+const OUTCOME_LABEL: Record<Outcome, string> = { ok: "ok", failed: "failed", unused: "asked ahead, unused" };

@@ -46,6 +46,17 @@ describe("ReplyView", () => {
     expect(items[1]!.textContent).toContain("3000 ms");
   });
 
+  it("lists a request asked ahead and not used as such, not as failed", () => {
+    const view = new ReplyView();
+    view.push(token("a"));
+    view.push({ type: "cloud_request", sent: "drafted prompt", ok: false, ms: 90, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0.00003, unused: true });
+    view.push(finished("stop", 1));
+    const item = view.element.querySelector(".privacy li")!;
+    expect(item.className).toBe("request unused");
+    expect(item.textContent).toContain("asked ahead, unused");
+    expect(item.textContent).not.toContain("failed");
+  });
+
   it("says nothing left the machine only when no request was made", () => {
     const local = new ReplyView();
     local.push(token("a"));

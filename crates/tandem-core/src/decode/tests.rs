@@ -877,6 +877,14 @@ fn distant_reply_at(
         .iter()
         .filter(|e| matches!(e, Event::CloudRequest { .. }))
         .count();
+    let marked = events
+        .iter()
+        .filter(|e| matches!(e, Event::CloudRequest { unused: true, .. }))
+        .count();
+    assert_eq!(
+        marked, usage.cloud_requests_unused as usize,
+        "each request not used is listed as such, not as a failure"
+    );
     let counts = (listed, usage.cloud_requests_unused);
     ((tokens, reason, usage.cloud_requests), edge, cloud, counts)
 }

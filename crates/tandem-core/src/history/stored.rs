@@ -224,6 +224,7 @@ mod tests {
             prompt_tokens: 10,
             completion_tokens: 4,
             cost_usd: 0.0,
+            unused: false,
         }
     }
 
