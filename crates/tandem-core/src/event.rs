@@ -189,7 +189,7 @@ pub enum Event {
         /// Asked ahead from the edge's draft, and the reply did not come to its position as
         /// drafted (or ended first): sent and billed, its answer not used. `ok` then says
         /// whether the answer had come back by the reply's end; one still away is no failure.
-        #[serde(default, skip_serializing_if = "is_false")]
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         unused: bool,
     },
     /// The conversation outgrew the context window: messages `from..to` of the history
@@ -233,10 +233,6 @@ impl<F: FnMut(Event) -> bool> EventSink for F {
     fn emit(&mut self, event: Event) -> bool {
         self(event)
     }
-}
-
-fn is_false(flag: &bool) -> bool {
-    !flag
 }
 
 #[cfg(test)]

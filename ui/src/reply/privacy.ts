@@ -13,19 +13,20 @@ export function renderPrivacy(log: ReplyLog): HTMLElement {
           `${made} cloud request${made === 1 ? "" : "s"} made; their contents were not recorded`)
       : h("div", { className: "privacy privacy-local" }, icon("lock"), "Nothing left this machine");
   }
-  const items = log.requests.map((r, i) =>
-    h(
+  const items = log.requests.map((r, i) => {
+    const said = outcome(r);
+    return h(
       "li",
-      { className: `request ${outcome(r)}` },
+      { className: `request ${said}` },
       h(
         "div",
         { className: "request-meta" },
-        h("b", {}, `#${i + 1} ${OUTCOME_LABEL[outcome(r)]}`),
+        h("b", {}, `#${i + 1} ${OUTCOME_LABEL[said]}`),
         ` · ${r.ms} ms · ${r.prompt_tokens} prompt + ${r.completion_tokens} completion tokens`,
       ),
       h("pre", { className: "request-sent" }, r.sent),
-    ),
-  );
+    );
+  });
   return h(
     "details",
     { className: "privacy privacy-sent" },
