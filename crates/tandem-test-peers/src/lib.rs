@@ -27,6 +27,10 @@ pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const TINY: &str = "tiny.gguf";
 
 /// llama.cpp's own `llama-server`, started on a free port of 127.0.0.1 and stopped on drop.
+/// It runs one slot (`-np 1`): with its default four, a request answered after two had run
+/// side by side (a request asked ahead beside the one the reply waits for) read logits up to
+/// 0.1 nats from the same request's on an idle server, enough to turn a near tie and fail a
+/// test of exact answers now and then (`docs/routing.md`, asking ahead).
 pub struct LlamaServer {
     child: std::process::Child,
     /// `http://127.0.0.1:PORT/v1`.
@@ -58,6 +62,8 @@ impl LlamaServer {
                 "1",
                 "-c",
                 "2048",
+                "-np",
+                "1",
                 "--metrics",
                 "-m",
             ])
