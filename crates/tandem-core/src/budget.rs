@@ -324,15 +324,10 @@ impl LiveBudget {
 pub enum RouteDecision {
     /// Keep the edge model's token.
     Edge,
-    /// Ask the cloud for `ask` tokens, of which the reply may keep `max_tokens` as it keeps a
-    /// span, and past them only the tokens that finish the word the cloud began (and its end
-    /// of turn right after, which shows nothing).
+    /// Ask the cloud for up to `max_tokens` tokens.
     Cloud {
-        /// The span the budget's room pays for.
+        /// Span length to request.
         max_tokens: u32,
-        /// Tokens to request: the span the user set, where the room cut it short, so an
-        /// answer cut by the room can still finish its word (" H" then "g", not ".").
-        ask: u32,
     },
 }
 
@@ -444,25 +439,23 @@ impl ReplyBudget {
         score >= self.threshold
     }
 
-    /// Whose a span's later token is, given its score, whether the edge writes the same token,
-    /// whether the token goes on with the word before it, and whether it is `paid`: within
-    /// the span the budget's room allowed. Paid, it is the cloud's where the router wants the
-    /// cloud there; the edge's where it does not but the edge agrees (it changes nothing the
-    /// user reads, so it spends nothing); the cloud's where the edge disagrees in the middle of
-    /// a word the cloud began (left to the edge, " H" became " H." instead of " Hg", " " then
-    /// "0" instead of "32", " Mend" went on as "elevsky"); elsewhere the span ends (`None`)
-    /// and the edge goes on from there. Past the room a span only finishes its word, on credit
-    /// (a room of one token cut " H" from its "g" as surely as the edge did).
+    /// Whose a span's later token is, given its score, whether the edge writes the same token
+    /// and whether the token goes on with the word before it: the cloud's where the router
+    /// wants the cloud there; the edge's where it does not but the edge agrees (it changes
+    /// nothing the user reads, so it spends nothing); the cloud's where the edge disagrees
+    /// in the middle of a word the cloud began (left to the edge, " H" became " H." instead
+    /// of " Hg", " " then "0" instead of "32", " Mend" went on as "elevsky"); elsewhere the
+    /// span ends (`None`) and the edge goes on from there. Every kept token is within the
+    /// span the budget allowed, so finishing a word never passes the reply's share.
     pub fn span_token_source(
         &self,
         score: f32,
         edge_agrees: bool,
         continues_word: bool,
-        paid: bool,
     ) -> Option<TokenSource> {
-        if paid && self.wants_cloud(score) {
+        if self.wants_cloud(score) {
             Some(TokenSource::Cloud)
-        } else if (paid || continues_word) && edge_agrees {
+        } else if edge_agrees {
             Some(TokenSource::Edge)
         } else if continues_word {
             Some(TokenSource::Cloud)
@@ -508,16 +501,14 @@ impl ReplyBudget {
             return RouteDecision::Edge;
         }
         // A span never takes more than the room left: near the limit it shrinks, and an
-        // opening on borrowed credit takes one token. The request still asks for the whole
-        // span, so the word its last kept token began can be finished (on credit; the
-        // account's later replies repay it); never past the user's cap on cloud tokens.
-        let mut ask = span.max(1);
+        // opening on borrowed credit asks for one token.
+        let mut max_tokens = span.max(1).min(room.max(1.0) as u32);
         if let Some(cap) = budget.max_cloud_tokens {
-            ask = ask.min(cap.saturating_sub(self.cloud_tokens));
+            max_tokens = max_tokens.min(cap.saturating_sub(self.cloud_tokens));
         }
-        match ask.min(room.max(1.0) as u32) {
+        match max_tokens {
             0 => RouteDecision::Edge,
-            max_tokens => RouteDecision::Cloud { max_tokens, ask },
+            max_tokens => RouteDecision::Cloud { max_tokens },
         }
     }
 
@@ -622,7 +613,7 @@ mod tests {
         while reply.generated < scores.len() as u32 {
             match reply.decide(budget, scores[i.min(scores.len() - 1)], span) {
                 RouteDecision::Edge => reply.record(1, 0, 0.0),
-                RouteDecision::Cloud { max_tokens, .. } => {
+                RouteDecision::Cloud { max_tokens } => {
                     let cost = budget.prices.cost(100, 0, u64::from(max_tokens));
                     reply.record(0, accepted.min(max_tokens), cost)
                 }
@@ -671,10 +662,9 @@ mod tests {
             let score = if position == 0 { first_score } else { 0.1 };
             match reply.decide(&budget, score, 4) {
                 RouteDecision::Edge => reply.record(1, 0, 0.0),
-                RouteDecision::Cloud { max_tokens, ask } => {
+                RouteDecision::Cloud { max_tokens } => {
                     if position == 0 {
                         assert_eq!(max_tokens, 2, "the first span is the two tokens in hand");
-                        assert_eq!(ask, 4, "asked for whole, to finish the last word kept");
                     }
                     routed_at.push(position);
                     reply.record(0, max_tokens, 0.0)
@@ -766,50 +756,20 @@ mod tests {
             ..CloudBudget::share(1.0)
         };
         assert_eq!(run(&budget, &[1.0; 100], 4, 4), 6);
-        let mut reply = ReplyBudget::new(0.5);
-        reply.record(0, 5, 0.0);
-        assert_eq!(
-            reply.decide(&budget, 1.0, 4),
-            RouteDecision::Cloud {
-                max_tokens: 1,
-                ask: 1
-            },
-            "no word is finished past the cap"
-        );
     }
 
     #[test]
     fn a_span_keeps_what_the_router_wants_what_the_edge_agrees_with_and_the_clouds_word() {
         let reply = ReplyBudget::new(0.5);
-        let paid =
-            |score, agrees, continues| reply.span_token_source(score, agrees, continues, true);
-        assert_eq!(paid(0.9, false, false), Some(TokenSource::Cloud));
-        assert_eq!(paid(0.1, true, false), Some(TokenSource::Edge), "free");
-        assert_eq!(paid(0.1, false, true), Some(TokenSource::Cloud));
+        let source = |score, agrees, continues| reply.span_token_source(score, agrees, continues);
+        assert_eq!(source(0.9, false, false), Some(TokenSource::Cloud));
+        assert_eq!(source(0.1, true, true), Some(TokenSource::Edge), "free");
+        assert_eq!(source(0.1, false, true), Some(TokenSource::Cloud));
         assert_eq!(
-            paid(0.1, false, false),
+            source(0.1, false, false),
             None,
             "a new word the edge disagrees with"
         );
-    }
-
-    #[test]
-    fn past_the_room_a_span_only_finishes_the_clouds_word() {
-        let reply = ReplyBudget::new(0.5);
-        let unpaid =
-            |score, agrees, continues| reply.span_token_source(score, agrees, continues, false);
-        assert_eq!(
-            unpaid(0.9, false, true),
-            Some(TokenSource::Cloud),
-            "\" H\" then \"g\""
-        );
-        assert_eq!(unpaid(0.9, true, true), Some(TokenSource::Edge), "free");
-        assert_eq!(
-            unpaid(0.9, false, false),
-            None,
-            "a new word: the room is spent"
-        );
-        assert_eq!(unpaid(0.1, true, false), None, "the edge writes it anyway");
     }
 
     /// `replies` replies of 24 tokens on one account at `share`, each with a first token
@@ -854,7 +814,7 @@ mod tests {
                         reply.record(1, 0, 0.0);
                         position += 1;
                     }
-                    RouteDecision::Cloud { max_tokens, .. } => {
+                    RouteDecision::Cloud { max_tokens } => {
                         let took = accepted.min(max_tokens);
                         decisive_routed += usize::from(position == decisive);
                         reply.record(0, took, 0.0);

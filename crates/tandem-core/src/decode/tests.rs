@@ -212,16 +212,6 @@ fn reply_over<'a, 'b>(
 /// Asks the cloud for `max_tokens` at `step` (routed with score 1), waiting without drafting:
 /// what came of it, and the tokens shown.
 fn ask(reply: &mut Reply<'_, '_>, step: &Step, max_tokens: u32) -> (CloudOutcome, Vec<Event>) {
-    ask_paid(reply, step, max_tokens, max_tokens)
-}
-
-/// As [`ask`], the budget's room paying for `paid` of the tokens asked for.
-fn ask_paid(
-    reply: &mut Reply<'_, '_>,
-    step: &Step,
-    max_tokens: u32,
-    paid: u32,
-) -> (CloudOutcome, Vec<Event>) {
     let mut events = Vec::new();
     let mut sink = |e: Event| {
         if matches!(e, Event::Token { .. }) {
@@ -230,12 +220,8 @@ fn ask_paid(
         true
     };
     let sent = reply.send(reply.confirmed_len(), max_tokens, None, &sink);
-    let wait = Wait {
-        paid,
-        ..waiting(step)
-    };
     let outcome = reply
-        .ask_cloud(wait, 1.0, max_tokens, sent, &mut sink)
+        .ask_cloud(waiting(step), 1.0, max_tokens, sent, &mut sink)
         .unwrap();
     (outcome, events)
 }
@@ -246,7 +232,7 @@ fn waiting(step: &Step) -> Wait<'_> {
         confirmed: step,
         room: 100,
         draft: false,
-        paid: 4,
+        asked: 4,
         span: 4,
     }
 }
@@ -544,71 +530,6 @@ fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_anoth
         reply.usage.cloud_tokens, 2,
         "both are spent from the budget"
     );
-}
-
-/// A cloud that answers every request, asked for the whole span (4), with the same ids.
-struct WholeSpan(Vec<TokenId>);
-
-impl Cloud for WholeSpan {
-    fn endpoint(&self) -> &str {
-        "whole-span"
-    }
-    fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
-        Ok(true)
-    }
-    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
-        assert_eq!(request.max_tokens, 4, "the whole span is asked for");
-        Ok(CloudReply {
-            ids: Some(self.0.clone()),
-            ..CloudReply::default()
-        })
-    }
-}
-
-/// Asks `cloud` at the start of a reply whose budget's room pays for one token, the router
-/// wanting the cloud everywhere (entropy 5): what came of it, the tokens shown and the
-/// edge's tokens after.
-fn room_of_one(cloud: &mut WholeSpan) -> (CloudOutcome, Vec<Event>, Vec<TokenId>) {
-    let mut edge = ScriptedEdge::new(|_| 5.0);
-    let live = LiveBudget::new(CloudBudget::share(1.0));
-    let mut controller = ReplyBudget::new(0.5);
-    let mut reply = reply_over(&mut edge, cloud, &EntropyRouter, &live, &mut controller);
-    let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
-    let (outcome, shown) = ask_paid(&mut reply, &step, 4, 1);
-    let tokens = reply.edge.tokens().to_vec();
-    (outcome, shown, tokens)
-}
-
-#[test]
-fn a_room_of_one_token_still_lets_the_cloud_finish_its_word() {
-    // The room pays for " H" alone; "g" goes on with the word, so it is kept, on credit;
-    // the next word is the edge's again, wanted or not.
-    let mut cloud = WholeSpan(vec![50, WORD_PIECES + 60, 70, 71]);
-    let (outcome, shown, cache) = room_of_one(&mut cloud);
-    let CloudOutcome::Continued { shown: 2, .. } = outcome else {
-        panic!("the word was finished and nothing past it kept")
-    };
-    assert_eq!(
-        tokens(&shown),
-        vec![
-            (50, TokenSource::Cloud),
-            (WORD_PIECES + 60, TokenSource::Cloud)
-        ]
-    );
-    assert_eq!(cache, &[1, 2, 3, 50, WORD_PIECES + 60]);
-}
-
-#[test]
-fn an_end_of_turn_right_after_the_kept_tokens_ends_the_reply_past_the_room_too() {
-    let mut cloud = WholeSpan(vec![50, 0]);
-    let (outcome, shown, _) = room_of_one(&mut cloud);
-    assert!(matches!(outcome, CloudOutcome::EndedReply));
-    assert_eq!(tokens(&shown), vec![(50, TokenSource::Cloud)]);
-    // Not where a token before it was left to the edge.
-    let mut cloud = WholeSpan(vec![50, 70, 0]);
-    let (outcome, shown, _) = room_of_one(&mut cloud);
-    assert!(matches!(outcome, CloudOutcome::Continued { shown: 1, .. }));
-    assert_eq!(tokens(&shown), vec![(50, TokenSource::Cloud)]);
 }
 
 #[test]
