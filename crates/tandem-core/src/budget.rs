@@ -324,10 +324,15 @@ impl LiveBudget {
 pub enum RouteDecision {
     /// Keep the edge model's token.
     Edge,
-    /// Ask the cloud for up to `max_tokens` tokens.
+    /// Ask the cloud for `ask` tokens, of which the reply may keep `max_tokens` as it keeps a
+    /// span, and past them only the tokens that finish the word the cloud began.
     Cloud {
-        /// Span length to request.
+        /// The span the budget's room pays for.
         max_tokens: u32,
+        /// Tokens to request: up to two tokens more than the room, within the span the
+        /// user set, so an answer cut by the room can still finish its word (" H" then "g",
+        /// not ".").
+        ask: u32,
     },
 }
 
@@ -378,13 +383,19 @@ const OPENING_RESERVE: f32 = 2.0;
 const OPENING_DEBT: f32 = 2.0;
 /// The budget rule's name in evaluation results: the account, with the savings it keeps,
 /// the reserve kept past the opening (the first position wanted), what an opening may
-/// borrow, and the overflow spent.
-/// (Earlier results say `account/4+wanted-opening/2+overflow` before openings borrowed,
+/// borrow, the overflow spent, and the tokens asked past the room to finish a word.
+/// (Earlier results say `account/4+wanted-opening/2+debt/2+overflow` before a word cut by
+/// the room was finished, `account/4+wanted-opening/2+overflow` before openings borrowed,
 /// `account/4+wanted-opening+overflow` while the reserve was one token,
 /// `account/4+opening+overflow` while the opening was the first token,
 /// `account/4+opening` before the overflow was spent, `account/4` before the reserve,
 /// `per-reply/2` before the account: two tokens borrowed per reply.)
-pub const RULE: &str = "account/4+wanted-opening/2+debt/2+overflow";
+pub const RULE: &str = "account/4+wanted-opening/2+debt/2+overflow+word-rest/2";
+/// Tokens a request asks for past the budget's room, within the span: enough to finish most
+/// words the room cut (" H" then "g"; " Mend", "ele", "ev"), few enough that the cloud's time
+/// and the completion bill stay near the room's. Asking for the whole span instead cost 65%
+/// more completion tokens on chat (`docs/eval/log.md`, "The whole span asked for").
+const WORD_REST: u32 = 2;
 /// The threshold never reaches 0, so a router that scores 0 (edge-only) never routes.
 const MIN_THRESHOLD: f32 = 1e-3;
 /// The part of the share whose bar a position must clear while the cloud is slow: its
@@ -439,23 +450,25 @@ impl ReplyBudget {
         score >= self.threshold
     }
 
-    /// Whose a span's later token is, given its score, whether the edge writes the same token
-    /// and whether the token goes on with the word before it: the cloud's where the router
-    /// wants the cloud there; the edge's where it does not but the edge agrees (it changes
-    /// nothing the user reads, so it spends nothing); the cloud's where the edge disagrees
-    /// in the middle of a word the cloud began (left to the edge, " H" became " H." instead
-    /// of " Hg", " " then "0" instead of "32", " Mend" went on as "elevsky"); elsewhere the
-    /// span ends (`None`) and the edge goes on from there. Every kept token is within the
-    /// span the budget allowed, so finishing a word never passes the reply's share.
+    /// Whose a span's later token is, given its score, whether the edge writes the same token,
+    /// whether the token goes on with the word before it, and whether it is `paid`: within
+    /// the span the budget's room allowed. Paid, it is the cloud's where the router wants the
+    /// cloud there; the edge's where it does not but the edge agrees (it changes nothing the
+    /// user reads, so it spends nothing); the cloud's where the edge disagrees in the middle of
+    /// a word the cloud began (left to the edge, " H" became " H." instead of " Hg", " " then
+    /// "0" instead of "32", " Mend" went on as "elevsky"); elsewhere the span ends (`None`)
+    /// and the edge goes on from there. Past the room a span only finishes its word, on credit
+    /// (a room of one token cut " H" from its "g" as surely as the edge did).
     pub fn span_token_source(
         &self,
         score: f32,
         edge_agrees: bool,
         continues_word: bool,
+        paid: bool,
     ) -> Option<TokenSource> {
-        if self.wants_cloud(score) {
+        if paid && self.wants_cloud(score) {
             Some(TokenSource::Cloud)
-        } else if edge_agrees {
+        } else if (paid || continues_word) && edge_agrees {
             Some(TokenSource::Edge)
         } else if continues_word {
             Some(TokenSource::Cloud)
@@ -501,14 +514,20 @@ impl ReplyBudget {
             return RouteDecision::Edge;
         }
         // A span never takes more than the room left: near the limit it shrinks, and an
-        // opening on borrowed credit asks for one token.
-        let mut max_tokens = span.max(1).min(room.max(1.0) as u32);
+        // opening on borrowed credit takes one token. The request still asks for a few
+        // tokens more, within the span, so the word its last kept token began can be finished
+        // (on credit; the account's later replies repay it); never past the user's cap on
+        // cloud tokens.
+        let mut span = span.max(1);
         if let Some(cap) = budget.max_cloud_tokens {
-            max_tokens = max_tokens.min(cap.saturating_sub(self.cloud_tokens));
+            span = span.min(cap.saturating_sub(self.cloud_tokens));
         }
-        match max_tokens {
+        match span.min(room.max(1.0) as u32) {
             0 => RouteDecision::Edge,
-            max_tokens => RouteDecision::Cloud { max_tokens },
+            max_tokens => RouteDecision::Cloud {
+                max_tokens,
+                ask: span.min(max_tokens + WORD_REST),
+            },
         }
     }
 
@@ -613,7 +632,7 @@ mod tests {
         while reply.generated < scores.len() as u32 {
             match reply.decide(budget, scores[i.min(scores.len() - 1)], span) {
                 RouteDecision::Edge => reply.record(1, 0, 0.0),
-                RouteDecision::Cloud { max_tokens } => {
+                RouteDecision::Cloud { max_tokens, .. } => {
                     let cost = budget.prices.cost(100, 0, u64::from(max_tokens));
                     reply.record(0, accepted.min(max_tokens), cost)
                 }
@@ -662,9 +681,10 @@ mod tests {
             let score = if position == 0 { first_score } else { 0.1 };
             match reply.decide(&budget, score, 4) {
                 RouteDecision::Edge => reply.record(1, 0, 0.0),
-                RouteDecision::Cloud { max_tokens } => {
+                RouteDecision::Cloud { max_tokens, ask } => {
                     if position == 0 {
                         assert_eq!(max_tokens, 2, "the first span is the two tokens in hand");
+                        assert_eq!(ask, 4, "two more, to finish the last word kept");
                     }
                     routed_at.push(position);
                     reply.record(0, max_tokens, 0.0)
@@ -756,20 +776,65 @@ mod tests {
             ..CloudBudget::share(1.0)
         };
         assert_eq!(run(&budget, &[1.0; 100], 4, 4), 6);
+        let mut reply = ReplyBudget::new(0.5);
+        reply.record(0, 5, 0.0);
+        assert_eq!(
+            reply.decide(&budget, 1.0, 4),
+            RouteDecision::Cloud {
+                max_tokens: 1,
+                ask: 1
+            },
+            "no word is finished past the cap"
+        );
+    }
+
+    #[test]
+    fn a_request_asks_two_tokens_past_the_room_within_the_span() {
+        let budget = CloudBudget::share(0.05);
+        let ask = |span| match ReplyBudget::new(0.5).decide(&budget, 1.0, span) {
+            RouteDecision::Cloud { max_tokens, ask } => (max_tokens, ask),
+            RouteDecision::Edge => panic!("a full account pays for a wanted position"),
+        };
+        assert_eq!(
+            ask(8),
+            (2, 4),
+            "the two tokens in hand, and two to finish a word"
+        );
+        assert_eq!(ask(3), (2, 3), "never past the span the user set");
     }
 
     #[test]
     fn a_span_keeps_what_the_router_wants_what_the_edge_agrees_with_and_the_clouds_word() {
         let reply = ReplyBudget::new(0.5);
-        let source = |score, agrees, continues| reply.span_token_source(score, agrees, continues);
-        assert_eq!(source(0.9, false, false), Some(TokenSource::Cloud));
-        assert_eq!(source(0.1, true, true), Some(TokenSource::Edge), "free");
-        assert_eq!(source(0.1, false, true), Some(TokenSource::Cloud));
+        let paid =
+            |score, agrees, continues| reply.span_token_source(score, agrees, continues, true);
+        assert_eq!(paid(0.9, false, false), Some(TokenSource::Cloud));
+        assert_eq!(paid(0.1, true, false), Some(TokenSource::Edge), "free");
+        assert_eq!(paid(0.1, false, true), Some(TokenSource::Cloud));
         assert_eq!(
-            source(0.1, false, false),
+            paid(0.1, false, false),
             None,
             "a new word the edge disagrees with"
         );
+    }
+
+    #[test]
+    fn past_the_room_a_span_only_finishes_the_clouds_word() {
+        let reply = ReplyBudget::new(0.5);
+        let unpaid =
+            |score, agrees, continues| reply.span_token_source(score, agrees, continues, false);
+        assert_eq!(
+            unpaid(0.9, false, true),
+            Some(TokenSource::Cloud),
+            "\" H\" then \"g\""
+        );
+        assert_eq!(unpaid(0.9, true, true), Some(TokenSource::Edge), "free");
+        assert_eq!(
+            unpaid(0.9, false, false),
+            None,
+            "a new word: the room is spent"
+        );
+        assert_eq!(unpaid(0.1, true, false), None, "the edge writes it anyway");
     }
 
     /// `replies` replies of 24 tokens on one account at `share`, each with a first token
@@ -814,7 +879,7 @@ mod tests {
                         reply.record(1, 0, 0.0);
                         position += 1;
                     }
-                    RouteDecision::Cloud { max_tokens } => {
+                    RouteDecision::Cloud { max_tokens, .. } => {
                         let took = accepted.min(max_tokens);
                         decisive_routed += usize::from(position == decisive);
                         reply.record(0, took, 0.0);
@@ -914,7 +979,8 @@ mod tests {
         assert_eq!(
             RULE,
             format!(
-                "account/{SAVINGS}+wanted-opening/{OPENING_RESERVE}+debt/{OPENING_DEBT}+overflow"
+                "account/{SAVINGS}+wanted-opening/{OPENING_RESERVE}+debt/{OPENING_DEBT}+overflow\
+                 +word-rest/{WORD_REST}"
             )
         );
     }

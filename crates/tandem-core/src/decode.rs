@@ -248,16 +248,16 @@ impl Reply<'_, '_> {
                 RouteDecision::Edge
             };
             let outcome = match decision {
-                RouteDecision::Cloud { max_tokens } => match self.request(max_tokens, sink) {
+                RouteDecision::Cloud { max_tokens, ask } => match self.request(ask, sink) {
                     Ok(sent) => {
                         let wait = Wait {
                             confirmed: &step,
                             room: remaining as usize,
                             draft: options.overlap,
-                            asked: max_tokens,
+                            paid: max_tokens,
                             span: options.span,
                         };
-                        self.ask_cloud(wait, score, max_tokens, sent, sink)?
+                        self.ask_cloud(wait, score, ask, sent, sink)?
                     }
                     Err(refusal) => {
                         self.tell_spend_capped(&refusal, sink);
@@ -318,7 +318,7 @@ impl Reply<'_, '_> {
     ) -> Result<Option<Arrival>, EdgeError> {
         let mut drafting = wait.draft;
         let mut lookahead =
-            (drafting && self.may_ask_ahead()).then(|| Lookahead::new(self.controller, wait.asked));
+            (drafting && self.may_ask_ahead()).then(|| Lookahead::new(self.controller, wait.paid));
         loop {
             let patience = if drafting { Duration::ZERO } else { STOP_POLL };
             if let Some(arrival) = in_flight.poll(patience) {
@@ -591,13 +591,13 @@ impl Reply<'_, '_> {
         }
     }
 
-    /// Waits for a request for a span at the position the reply stands at; the outcome says
-    /// how the reply goes on.
+    /// Waits for a request for `asked` tokens at the position the reply stands at; the
+    /// outcome says how the reply goes on.
     fn ask_cloud(
         &mut self,
         wait: Wait<'_>,
         score: f32,
-        max_tokens: u32,
+        asked: u32,
         sent: Sent,
         sink: &mut dyn EventSink,
     ) -> Result<CloudOutcome, EdgeError> {
@@ -650,7 +650,7 @@ impl Reply<'_, '_> {
                 return Ok(CloudOutcome::UseEdge);
             }
         };
-        let answer = self.read_answer(reply, max_tokens, prompt_len);
+        let answer = self.read_answer(reply, asked, prompt_len);
         self.settle(booked, Some(answer.cost), sink);
         // Cancellation is noticed at the next token; a request record is never the last word.
         sink.emit(Event::CloudRequest {
@@ -688,7 +688,7 @@ impl Reply<'_, '_> {
             edge_candidate: Some(step.token),
             request_ms: Some(request_ms),
         };
-        self.accept_span(&answer, first, sink)
+        self.accept_span(&answer, first, wait.paid as usize, sink)
     }
 
     /// What an answer holds for the reply: its tokens (never more than the span asked for,
@@ -735,7 +735,8 @@ impl Reply<'_, '_> {
     }
 
     /// Shows the answer's tokens as far as the budget lets the span go on (`first` is the
-    /// cloud's token at the routed position, kept whatever follows): each token is shown as
+    /// cloud's token at the routed position, kept whatever follows; past the `paid` tokens
+    /// the budget's room allowed, only what finishes the cloud's word): each token is shown as
     /// soon as it is decided, before the edge decodes it, and the edge decodes only the tokens
     /// kept, so a span cut short costs no decoding and leaves the draft, the edge's own way
     /// on from there, in place.
@@ -743,6 +744,7 @@ impl Reply<'_, '_> {
         &mut self,
         answer: &Answer,
         first: Emitted,
+        paid: usize,
         sink: &mut dyn EventSink,
     ) -> Result<CloudOutcome, EdgeError> {
         let (start, request_ms) = (self.confirmed_len(), first.request_ms);
@@ -753,14 +755,17 @@ impl Reply<'_, '_> {
                 return Ok(CloudOutcome::Stopped);
             }
             (cost, shown) = (0.0, shown + 1);
-            if shown == answer.tokens.len() && answer.ends_turn {
+            // The cloud's end of turn after every token it sent was kept ends the reply within
+            // the room; past it the edge decides, as when the room alone was asked for (the
+            // cloud's end of turn after "Answer: E" ended replies before their reasons, whose
+            // share the next letters needed: `docs/eval/log.md`, "The whole span asked for").
+            if shown == answer.tokens.len() && answer.ends_turn && shown < paid {
                 return Ok(CloudOutcome::EndedReply);
             }
             let before = self.decode(id)?;
-            let kept = answer
-                .tokens
-                .get(shown)
-                .and_then(|&next| self.span_token(start + shown, &before, next, request_ms));
+            let kept = answer.tokens.get(shown).and_then(|&next| {
+                self.span_token(start + shown, &before, next, request_ms, shown < paid)
+            });
             match kept {
                 Some(next) => token = next,
                 None => {
@@ -774,13 +779,15 @@ impl Reply<'_, '_> {
     }
 
     /// The span's `token` at cache position `at`, if the span goes on to it (`before` is the
-    /// edge's step after the token before it, which predicted this position).
+    /// edge's step after the token before it, which predicted this position; `paid`: the
+    /// position is within the budget's room).
     fn span_token(
         &self,
         at: usize,
         before: &Step,
         token: TokenId,
         request_ms: Option<u64>,
+        paid: bool,
     ) -> Option<Emitted> {
         let position = (at - self.reply_start) as u32;
         let score = self.router.score(&before.features(position));
@@ -788,6 +795,7 @@ impl Reply<'_, '_> {
             score,
             before.token == token,
             continues_word(&self.edge.piece_text(token)),
+            paid,
         )?;
         let wanted = source == TokenSource::Cloud;
         Some(Emitted {
@@ -857,8 +865,8 @@ struct Wait<'s> {
     room: usize,
     /// Whether the edge drafts while it waits.
     draft: bool,
-    /// The span the request asked for.
-    asked: u32,
+    /// The span the budget's room paid for (past it an answer only finishes its word).
+    paid: u32,
     /// Tokens a request may ask for.
     span: u32,
 }

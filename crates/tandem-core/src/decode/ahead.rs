@@ -58,11 +58,11 @@ impl Ahead {
 }
 
 /// The loop's decisions over a draft, made as they would be were the cloud to agree with it:
-/// a copy of the reply's budget, taken at a routed position whose request asked for `asked`
-/// tokens, and moved along the draft position by position.
+/// a copy of the reply's budget, taken at a routed position whose request the room paid `paid`
+/// tokens of, and moved along the draft position by position.
 pub(super) struct Lookahead {
     controller: ReplyBudget,
-    asked: u32,
+    paid: u32,
     /// The next draft position to decide (1: the one after the routed position).
     next: usize,
 }
@@ -79,12 +79,12 @@ pub(super) struct Course<'a> {
 
 impl Lookahead {
     /// Starts at a routed position, whose token counts as the cloud's.
-    pub fn new(controller: &ReplyBudget, asked: u32) -> Self {
+    pub fn new(controller: &ReplyBudget, paid: u32) -> Self {
         let mut controller = controller.clone();
         controller.record(0, 1, 0.0);
         Self {
             controller,
-            asked,
+            paid,
             next: 1,
         }
     }
@@ -101,9 +101,9 @@ impl Lookahead {
         while let Some(score) = score(self.next) {
             let offset = self.next;
             self.next += 1;
-            if offset < self.asked as usize {
-                // Within the span asked for: the cloud's token, agreeing with the draft.
-                let source = self.controller.span_token_source(score, true, false);
+            if offset < self.paid as usize {
+                // Within the span paid for: the cloud's token, agreeing with the draft.
+                let source = self.controller.span_token_source(score, true, false, true);
                 let cloud = u32::from(source == Some(TokenSource::Cloud));
                 self.controller.record(1 - cloud, cloud, 0.0);
                 continue;
@@ -115,9 +115,9 @@ impl Lookahead {
             }
             let span = course.span.min(remaining);
             match self.controller.decide(course.budget, score, span) {
-                RouteDecision::Cloud { max_tokens } => {
+                RouteDecision::Cloud { ask, .. } => {
                     self.next = usize::MAX;
-                    return Some((offset, max_tokens));
+                    return Some((offset, ask));
                 }
                 RouteDecision::Edge => self.controller.record(1, 0, 0.0),
             }

@@ -212,6 +212,16 @@ fn reply_over<'a, 'b>(
 /// Asks the cloud for `max_tokens` at `step` (routed with score 1), waiting without drafting:
 /// what came of it, and the tokens shown.
 fn ask(reply: &mut Reply<'_, '_>, step: &Step, max_tokens: u32) -> (CloudOutcome, Vec<Event>) {
+    ask_paid(reply, step, max_tokens, max_tokens)
+}
+
+/// As [`ask`], the budget's room paying for `paid` of the tokens asked for.
+fn ask_paid(
+    reply: &mut Reply<'_, '_>,
+    step: &Step,
+    max_tokens: u32,
+    paid: u32,
+) -> (CloudOutcome, Vec<Event>) {
     let mut events = Vec::new();
     let mut sink = |e: Event| {
         if matches!(e, Event::Token { .. }) {
@@ -220,8 +230,12 @@ fn ask(reply: &mut Reply<'_, '_>, step: &Step, max_tokens: u32) -> (CloudOutcome
         true
     };
     let sent = reply.send(reply.confirmed_len(), max_tokens, None, &sink);
+    let wait = Wait {
+        paid,
+        ..waiting(step)
+    };
     let outcome = reply
-        .ask_cloud(waiting(step), 1.0, max_tokens, sent, &mut sink)
+        .ask_cloud(wait, 1.0, max_tokens, sent, &mut sink)
         .unwrap();
     (outcome, events)
 }
@@ -232,7 +246,7 @@ fn waiting(step: &Step) -> Wait<'_> {
         confirmed: step,
         room: 100,
         draft: false,
-        asked: 4,
+        paid: 4,
         span: 4,
     }
 }
@@ -530,6 +544,71 @@ fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_anoth
         reply.usage.cloud_tokens, 2,
         "both are spent from the budget"
     );
+}
+
+/// A cloud that answers every request, asked for three tokens, with the same ids.
+struct Answers(Vec<TokenId>);
+
+impl Cloud for Answers {
+    fn endpoint(&self) -> &str {
+        "answers"
+    }
+    fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
+        Ok(true)
+    }
+    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+        assert_eq!(request.max_tokens, 3);
+        Ok(CloudReply {
+            ids: Some(self.0.clone()),
+            ..CloudReply::default()
+        })
+    }
+}
+
+/// Asks `cloud` for three tokens at the start of a reply whose budget's room pays for `paid`
+/// of them, the router wanting the cloud everywhere (entropy 5): what came of it, the tokens
+/// shown and the edge's tokens after.
+fn room_of(paid: u32, cloud: &mut Answers) -> (CloudOutcome, Vec<Event>, Vec<TokenId>) {
+    let mut edge = ScriptedEdge::new(|_| 5.0);
+    let live = LiveBudget::new(CloudBudget::share(1.0));
+    let mut controller = ReplyBudget::new(0.5);
+    let mut reply = reply_over(&mut edge, cloud, &EntropyRouter, &live, &mut controller);
+    let (step, _) = reply.edge.sync(&[1, 2, 3], &mut reply.sampler).unwrap();
+    let (outcome, shown) = ask_paid(&mut reply, &step, 3, paid);
+    let tokens = reply.edge.tokens().to_vec();
+    (outcome, shown, tokens)
+}
+
+#[test]
+fn a_room_of_one_token_still_lets_the_cloud_finish_its_word() {
+    // The room pays for " H" alone; "g" goes on with the word, so it is kept, on credit;
+    // the next word is the edge's again, wanted or not.
+    let mut cloud = Answers(vec![50, WORD_PIECES + 60, 70]);
+    let (outcome, shown, cache) = room_of(1, &mut cloud);
+    let CloudOutcome::Continued { shown: 2, .. } = outcome else {
+        panic!("the word was finished and nothing past it kept")
+    };
+    assert_eq!(
+        tokens(&shown),
+        vec![
+            (50, TokenSource::Cloud),
+            (WORD_PIECES + 60, TokenSource::Cloud)
+        ]
+    );
+    assert_eq!(cache, &[1, 2, 3, 50, WORD_PIECES + 60]);
+}
+
+#[test]
+fn the_clouds_end_of_turn_ends_the_reply_within_the_room_only() {
+    let mut cloud = Answers(vec![50, 0]);
+    let (outcome, shown, _) = room_of(2, &mut cloud);
+    assert!(matches!(outcome, CloudOutcome::EndedReply));
+    assert_eq!(tokens(&shown), vec![(50, TokenSource::Cloud)]);
+    // Past the room the edge decides whether the reply ends ("Answer: E" then its reason).
+    let (outcome, shown, cache) = room_of(1, &mut cloud);
+    assert!(matches!(outcome, CloudOutcome::Continued { shown: 1, .. }));
+    assert_eq!(tokens(&shown), vec![(50, TokenSource::Cloud)]);
+    assert_eq!(cache, &[1, 2, 3, 50]);
 }
 
 #[test]

@@ -90,7 +90,8 @@ fn routes_first_critical(
     let mut hit = false;
     let mut at = 0;
     while at < reply.len() {
-        let RouteDecision::Cloud { max_tokens } = controller.decide(budget, score(reply[at]), span)
+        let RouteDecision::Cloud { max_tokens, .. } =
+            controller.decide(budget, score(reply[at]), span)
         else {
             controller.record(1, 0, 0.0);
             at += 1;
@@ -101,7 +102,8 @@ fn routes_first_critical(
         let mut end = at + 1;
         while end < reply.len() && end - at < max_tokens as usize {
             let r = reply[end];
-            match controller.span_token_source(score(r), r.edge_token == r.cloud_token, false) {
+            match controller.span_token_source(score(r), r.edge_token == r.cloud_token, false, true)
+            {
                 Some(TokenSource::Cloud) => {
                     hit |= first == Some(end);
                     cloud += 1;
