@@ -13,8 +13,9 @@
 //! much. Past its opening (its first position the router wants: a choice's letter, a yes
 //! or no, the letter after "Answer:") a reply leaves two tokens of the account for the next
 //! reply's opening, which decides all of a short reply, while its later words, spread over
-//! many phrasings, outscore it. A request asks for no more tokens than the room left, so a
-//! reply near its limit never overshoots by a whole span. The threshold tracks the score
+//! many phrasings, outscore it. A span keeps no more new words than the room left, so a
+//! reply near its limit never overshoots by a whole span (its request asks two tokens more,
+//! to finish the last word kept). The threshold tracks the score
 //! quantile that matches the target share, so the budget lands on the least confident
 //! positions of the whole reply rather than on whichever come first.
 
