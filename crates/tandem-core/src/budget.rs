@@ -337,6 +337,22 @@ pub enum RouteDecision {
     },
 }
 
+/// What the loop knows of a span's token past the routed position when it decides whose
+/// the token is ([`ReplyBudget::span_token_source`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SpanToken {
+    /// The router's score at its position.
+    pub score: f32,
+    /// The edge would write the same token there.
+    pub edge_agrees: bool,
+    /// It goes on with the word before it.
+    pub continues_word: bool,
+    /// It is within the span the budget's room allowed.
+    pub paid: bool,
+    /// Every token the span kept before it is the one the edge would have written.
+    pub unchanged: bool,
+}
+
 /// How fast the threshold follows the score quantile; small enough that one reply's first
 /// tokens do not swing it, large enough to adapt within a 100-token reply.
 const THRESHOLD_RATE: f32 = 0.05;
@@ -384,14 +400,17 @@ const OPENING_RESERVE: f32 = 2.0;
 const OPENING_DEBT: f32 = 2.0;
 /// The budget rule's name in evaluation results: the account, with the savings it keeps,
 /// the reserve kept past the opening (the first position wanted), what an opening may
-/// borrow, the overflow spent, and the tokens asked past the room to finish a word.
-/// (Earlier results say `account/4+wanted-opening/2+debt/2+overflow` before a word cut by
+/// borrow, the overflow spent, the tokens asked past the room to finish a word, and the first
+/// word a span that only confirmed the edge takes where the cloud's differs.
+/// (Earlier results say `account/4+wanted-opening/2+debt/2+overflow+word-rest/2` before a span
+/// that only confirmed the edge took the cloud's first different word,
+/// `account/4+wanted-opening/2+debt/2+overflow` before a word cut by
 /// the room was finished, `account/4+wanted-opening/2+overflow` before openings borrowed,
 /// `account/4+wanted-opening+overflow` while the reserve was one token,
 /// `account/4+opening+overflow` while the opening was the first token,
 /// `account/4+opening` before the overflow was spent, `account/4` before the reserve,
 /// `per-reply/2` before the account: two tokens borrowed per reply.)
-pub const RULE: &str = "account/4+wanted-opening/2+debt/2+overflow+word-rest/2";
+pub const RULE: &str = "account/4+wanted-opening/2+debt/2+overflow+word-rest/2+first-difference";
 /// Tokens a request asks for past the budget's room, within the span: enough to finish most
 /// words the room cut (" H" then "g"; " Mend", "ele", "ev"), few enough that the cloud's time
 /// and the completion bill stay near the room's. Asking for the whole span instead cost 65%
@@ -451,27 +470,30 @@ impl ReplyBudget {
         score >= self.threshold
     }
 
-    /// Whose a span's later token is, given its score, whether the edge writes the same token,
-    /// whether the token goes on with the word before it, and whether it is `paid`: within
-    /// the span the budget's room allowed. Paid, it is the cloud's where the router wants the
+    /// Whose a span's later token is. Paid, it is the cloud's where the router wants the
     /// cloud there; the edge's where it does not but the edge agrees (it changes nothing the
     /// user reads, so it spends nothing); the cloud's where the edge disagrees in the middle of
     /// a word the cloud began (left to the edge, " H" became " H." instead of " Hg", " " then
-    /// "0" instead of "32", " Mend" went on as "elevsky"); elsewhere the span ends (`None`)
-    /// and the edge goes on from there. Past the room a span only finishes its word, on credit
-    /// (a room of one token cut " H" from its "g" as surely as the edge did).
-    pub fn span_token_source(
-        &self,
-        score: f32,
-        edge_agrees: bool,
-        continues_word: bool,
-        paid: bool,
-    ) -> Option<TokenSource> {
+    /// "0" instead of "32", " Mend" went on as "elevsky"). Past the room a span finishes its
+    /// word, on credit (a room of one token cut " H" from its "g" as surely as the edge did).
+    /// A span that has only confirmed the edge so far goes on while the edge agrees and takes
+    /// the cloud's first word that differs, in or past the room: the request was paid for, its
+    /// first token agreed, and its answer already holds the word the router's uncertainty was
+    /// about (" is" then " Hanoi", where the edge went on " Ho Chi Minh City"). Elsewhere the
+    /// span ends (`None`) and the edge goes on from there.
+    pub fn span_token_source(&self, token: SpanToken) -> Option<TokenSource> {
+        let SpanToken {
+            score,
+            edge_agrees,
+            continues_word,
+            paid,
+            unchanged,
+        } = token;
         if paid && self.wants_cloud(score) {
             Some(TokenSource::Cloud)
-        } else if (paid || continues_word) && edge_agrees {
+        } else if edge_agrees && (paid || continues_word || unchanged) {
             Some(TokenSource::Edge)
-        } else if continues_word {
+        } else if continues_word || unchanged {
             Some(TokenSource::Cloud)
         } else {
             None
@@ -804,26 +826,37 @@ mod tests {
         assert_eq!(ask(3), (2, 3), "never past the span the user set");
     }
 
+    /// Whose a span's token is, `unchanged` (the span kept only what the edge would have
+    /// written before it) or not.
+    fn source(paid: bool, unchanged: bool) -> impl Fn(f32, bool, bool) -> Option<TokenSource> {
+        let reply = ReplyBudget::new(0.5);
+        move |score, edge_agrees, continues_word| {
+            reply.span_token_source(SpanToken {
+                score,
+                edge_agrees,
+                continues_word,
+                paid,
+                unchanged,
+            })
+        }
+    }
+
     #[test]
     fn a_span_keeps_what_the_router_wants_what_the_edge_agrees_with_and_the_clouds_word() {
-        let reply = ReplyBudget::new(0.5);
-        let paid =
-            |score, agrees, continues| reply.span_token_source(score, agrees, continues, true);
+        let paid = source(true, false);
         assert_eq!(paid(0.9, false, false), Some(TokenSource::Cloud));
         assert_eq!(paid(0.1, true, false), Some(TokenSource::Edge), "free");
         assert_eq!(paid(0.1, false, true), Some(TokenSource::Cloud));
         assert_eq!(
             paid(0.1, false, false),
             None,
-            "a new word the edge disagrees with"
+            "a new word the edge disagrees with, after the span changed the reply"
         );
     }
 
     #[test]
     fn past_the_room_a_span_only_finishes_the_clouds_word() {
-        let reply = ReplyBudget::new(0.5);
-        let unpaid =
-            |score, agrees, continues| reply.span_token_source(score, agrees, continues, false);
+        let unpaid = source(false, false);
         assert_eq!(
             unpaid(0.9, false, true),
             Some(TokenSource::Cloud),
@@ -836,6 +869,23 @@ mod tests {
             "a new word: the room is spent"
         );
         assert_eq!(unpaid(0.1, true, false), None, "the edge writes it anyway");
+    }
+
+    #[test]
+    fn a_span_that_only_confirmed_the_edge_takes_the_clouds_first_different_word() {
+        for paid in [true, false] {
+            let unchanged = source(paid, true);
+            assert_eq!(
+                unchanged(0.1, false, false),
+                Some(TokenSource::Cloud),
+                "\" is\" agreed, then \" Hanoi\" where the edge wrote \" Ho\""
+            );
+            assert_eq!(
+                unchanged(0.1, true, false),
+                Some(TokenSource::Edge),
+                "the span goes on through the edge's own words to the first that differs"
+            );
+        }
     }
 
     /// `replies` replies of 24 tokens on one account at `share`, each with a first token
@@ -981,7 +1031,7 @@ mod tests {
             RULE,
             format!(
                 "account/{SAVINGS}+wanted-opening/{OPENING_RESERVE}+debt/{OPENING_DEBT}+overflow\
-                 +word-rest/{WORD_REST}"
+                 +word-rest/{WORD_REST}+first-difference"
             )
         );
     }

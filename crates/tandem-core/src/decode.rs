@@ -14,7 +14,7 @@
 //! drafts its own continuation ([`draft`]), so a round trip costs the reply only what the
 //! cloud changes.
 
-use crate::budget::{LiveBudget, ReplyBudget, RouteDecision};
+use crate::budget::{LiveBudget, ReplyBudget, RouteDecision, SpanToken};
 use crate::cloud::{
     Arrival, Cloud, CloudError, CloudReply, CloudRequest, InFlight, STOP_POLL, VOCAB_PROBE,
 };
@@ -255,9 +255,10 @@ impl Reply<'_, '_> {
                             room: remaining as usize,
                             draft: options.overlap,
                             paid: max_tokens,
+                            asked: ask,
                             span: options.span,
                         };
-                        self.ask_cloud(wait, score, ask, sent, sink)?
+                        self.ask_cloud(wait, score, sent, sink)?
                     }
                     Err(refusal) => {
                         self.tell_spend_capped(&refusal, sink);
@@ -317,8 +318,8 @@ impl Reply<'_, '_> {
         sink: &mut dyn EventSink,
     ) -> Result<Option<Arrival>, EdgeError> {
         let mut drafting = wait.draft;
-        let mut lookahead =
-            (drafting && self.may_ask_ahead()).then(|| Lookahead::new(self.controller, wait.paid));
+        let mut lookahead = (drafting && self.may_ask_ahead())
+            .then(|| Lookahead::new(self.controller, wait.paid, wait.asked));
         loop {
             let patience = if drafting { Duration::ZERO } else { STOP_POLL };
             if let Some(arrival) = in_flight.poll(patience) {
@@ -591,13 +592,12 @@ impl Reply<'_, '_> {
         }
     }
 
-    /// Waits for a request for `asked` tokens at the position the reply stands at; the
-    /// outcome says how the reply goes on.
+    /// Waits for a request at the position the reply stands at; the outcome says how the
+    /// reply goes on.
     fn ask_cloud(
         &mut self,
         wait: Wait<'_>,
         score: f32,
-        asked: u32,
         sent: Sent,
         sink: &mut dyn EventSink,
     ) -> Result<CloudOutcome, EdgeError> {
@@ -609,7 +609,7 @@ impl Reply<'_, '_> {
             worst_case,
             prompt_len,
         } = sent;
-        let step = wait.confirmed;
+        let (step, asked) = (wait.confirmed, wait.asked);
         let arrival = match self.wait(in_flight.as_mut(), wait, sink) {
             Ok(Some(arrival)) => arrival,
             stopped_or_failed => {
@@ -748,6 +748,7 @@ impl Reply<'_, '_> {
         sink: &mut dyn EventSink,
     ) -> Result<CloudOutcome, EdgeError> {
         let (start, request_ms) = (self.confirmed_len(), first.request_ms);
+        let mut unchanged = first.edge_candidate == Some(first.id);
         let (mut token, mut cost, mut shown) = (first, answer.cost, 0);
         loop {
             let id = token.id;
@@ -764,10 +765,18 @@ impl Reply<'_, '_> {
             }
             let before = self.decode(id)?;
             let kept = answer.tokens.get(shown).and_then(|&next| {
-                self.span_token(start + shown, &before, next, request_ms, shown < paid)
+                let at = Place {
+                    at: start + shown,
+                    paid: shown < paid,
+                    unchanged,
+                };
+                self.span_token(at, &before, next, request_ms)
             });
             match kept {
-                Some(next) => token = next,
+                Some(next) => {
+                    unchanged &= next.id == before.token;
+                    token = next;
+                }
                 None => {
                     return Ok(CloudOutcome::Continued {
                         shown: shown as u32,
@@ -778,25 +787,24 @@ impl Reply<'_, '_> {
         }
     }
 
-    /// The span's `token` at cache position `at`, if the span goes on to it (`before` is the
-    /// edge's step after the token before it, which predicted this position; `paid`: the
-    /// position is within the budget's room).
+    /// The span's `token` at `place`, if the span goes on to it (`before` is the edge's step
+    /// after the token before it, which predicted this position).
     fn span_token(
         &self,
-        at: usize,
+        place: Place,
         before: &Step,
         token: TokenId,
         request_ms: Option<u64>,
-        paid: bool,
     ) -> Option<Emitted> {
-        let position = (at - self.reply_start) as u32;
+        let position = (place.at - self.reply_start) as u32;
         let score = self.router.score(&before.features(position));
-        let source = self.controller.span_token_source(
+        let source = self.controller.span_token_source(SpanToken {
             score,
-            before.token == token,
-            continues_word(&self.edge.piece_text(token)),
-            paid,
-        )?;
+            edge_agrees: before.token == token,
+            continues_word: continues_word(&self.edge.piece_text(token)),
+            paid: place.paid,
+            unchanged: place.unchanged,
+        })?;
         let wanted = source == TokenSource::Cloud;
         Some(Emitted {
             id: token,
@@ -856,6 +864,17 @@ impl Reply<'_, '_> {
     }
 }
 
+/// Where a span's later token stands.
+#[derive(Clone, Copy)]
+struct Place {
+    /// Its cache position.
+    at: usize,
+    /// Within the span the budget's room allowed.
+    paid: bool,
+    /// Every token the span kept before it is the edge's own choice.
+    unchanged: bool,
+}
+
 /// How a request is waited for.
 #[derive(Clone, Copy)]
 struct Wait<'s> {
@@ -865,8 +884,11 @@ struct Wait<'s> {
     room: usize,
     /// Whether the edge drafts while it waits.
     draft: bool,
-    /// The span the budget's room paid for (past it an answer only finishes its word).
+    /// The span the budget's room paid for (past it an answer only finishes its word, or
+    /// brings the first word that differs from the edge's).
     paid: u32,
+    /// Tokens the request asked for.
+    asked: u32,
     /// Tokens a request may ask for.
     span: u32,
 }

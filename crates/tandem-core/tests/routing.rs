@@ -295,8 +295,10 @@ fn drafting_and_asking_ahead_while_the_cloud_is_away_change_nothing_the_user_see
     assert_eq!(drafted, waited);
     assert_eq!(drafted_requests, requests);
     assert_eq!(asked_ahead, waited);
+    // A request asked ahead is used where the reply comes to it and paid for where it does
+    // not, never saved on (both cases: `decode/tests.rs`).
     assert!(
-        asked_requests > requests,
-        "requests asked ahead from drafts the cloud then contradicted: {asked_requests} vs {requests}"
+        asked_requests >= requests,
+        "asking ahead never asks less: {asked_requests} vs {requests}"
     );
 }

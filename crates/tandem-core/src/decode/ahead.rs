@@ -13,7 +13,7 @@
 //! the very prompt and span it was asked for, so a reply is the same with or without asking
 //! ahead; what asking ahead changes is when answers come and how many requests are paid for.
 
-use crate::budget::{CloudBudget, ReplyBudget, RouteDecision};
+use crate::budget::{CloudBudget, ReplyBudget, RouteDecision, SpanToken};
 use crate::cloud::InFlight;
 use crate::edge::TokenId;
 use crate::event::TokenSource;
@@ -58,11 +58,12 @@ impl Ahead {
 }
 
 /// The loop's decisions over a draft, made as they would be were the cloud to agree with it:
-/// a copy of the reply's budget, taken at a routed position whose request the room paid `paid`
-/// tokens of, and moved along the draft position by position.
+/// a copy of the reply's budget, taken at a routed position whose request asked for `asked`
+/// tokens and the room paid `paid` of, and moved along the draft position by position.
 pub(super) struct Lookahead {
     controller: ReplyBudget,
     paid: u32,
+    asked: u32,
     /// The next draft position to decide (1: the one after the routed position).
     next: usize,
 }
@@ -79,12 +80,13 @@ pub(super) struct Course<'a> {
 
 impl Lookahead {
     /// Starts at a routed position, whose token counts as the cloud's.
-    pub fn new(controller: &ReplyBudget, paid: u32) -> Self {
+    pub fn new(controller: &ReplyBudget, paid: u32, asked: u32) -> Self {
         let mut controller = controller.clone();
         controller.record(0, 1, 0.0);
         Self {
             controller,
             paid,
+            asked,
             next: 1,
         }
     }
@@ -101,9 +103,16 @@ impl Lookahead {
         while let Some(score) = score(self.next) {
             let offset = self.next;
             self.next += 1;
-            if offset < self.paid as usize {
-                // Within the span paid for: the cloud's token, agreeing with the draft.
-                let source = self.controller.span_token_source(score, true, false, true);
+            if offset < self.asked as usize {
+                // Within the answer: the cloud's token, agreeing with the draft, so the span
+                // goes on through it, the cloud's where paid for and wanted.
+                let source = self.controller.span_token_source(SpanToken {
+                    score,
+                    edge_agrees: true,
+                    continues_word: false,
+                    paid: offset < self.paid as usize,
+                    unchanged: true,
+                });
                 let cloud = u32::from(source == Some(TokenSource::Cloud));
                 self.controller.record(1 - cloud, cloud, 0.0);
                 continue;

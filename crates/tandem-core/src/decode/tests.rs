@@ -232,11 +232,10 @@ fn ask_paid(
     let sent = reply.send(reply.confirmed_len(), max_tokens, None, &sink);
     let wait = Wait {
         paid,
+        asked: max_tokens,
         ..waiting(step)
     };
-    let outcome = reply
-        .ask_cloud(wait, 1.0, max_tokens, sent, &mut sink)
-        .unwrap();
+    let outcome = reply.ask_cloud(wait, 1.0, sent, &mut sink).unwrap();
     (outcome, events)
 }
 
@@ -247,6 +246,7 @@ fn waiting(step: &Step) -> Wait<'_> {
         room: 100,
         draft: false,
         paid: 4,
+        asked: 4,
         span: 4,
     }
 }
@@ -596,6 +596,32 @@ fn a_room_of_one_token_still_lets_the_cloud_finish_its_word() {
         ]
     );
     assert_eq!(cache, &[1, 2, 3, 50, WORD_PIECES + 60]);
+}
+
+#[test]
+fn an_answer_that_confirms_the_edge_brings_its_first_different_word() {
+    // The edge would write 4 then 5 then 6: the cloud's " w4" (and " w5" past the room) change
+    // nothing, so its " w9" where the edge had " w6" is kept, on credit; the next new word the
+    // edge disagrees with ends the span, as after any change.
+    let mut cloud = Answers(vec![4, 5, 9]);
+    let (outcome, shown, cache) = room_of(1, &mut cloud);
+    assert!(matches!(outcome, CloudOutcome::Continued { shown: 3, .. }));
+    assert_eq!(
+        tokens(&shown),
+        vec![
+            (4, TokenSource::Cloud),
+            (5, TokenSource::Edge),
+            (9, TokenSource::Cloud)
+        ]
+    );
+    assert_eq!(cache, &[1, 2, 3, 4, 5, 9]);
+    let mut cloud = Answers(vec![4, 9, 70]);
+    let (_, shown, cache) = room_of(1, &mut cloud);
+    assert_eq!(
+        tokens(&shown),
+        vec![(4, TokenSource::Cloud), (9, TokenSource::Cloud)]
+    );
+    assert_eq!(cache, &[1, 2, 3, 4, 9]);
 }
 
 #[test]

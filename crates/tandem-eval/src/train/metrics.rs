@@ -3,7 +3,7 @@
 use crate::features::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tandem_core::budget::{CloudBudget, LiveBudget, ReplyBudget, RouteDecision};
+use tandem_core::budget::{CloudBudget, LiveBudget, ReplyBudget, RouteDecision, SpanToken};
 use tandem_core::config::CloudSettings;
 use tandem_core::event::TokenSource;
 use tandem_core::router::{EntropyRouter, MarginRouter, Router};
@@ -99,11 +99,20 @@ fn routes_first_critical(
         };
         hit |= first == Some(at);
         let (mut edge, mut cloud) = (0, 1);
+        let mut unchanged = reply[at].edge_token == reply[at].cloud_token;
         let mut end = at + 1;
         while end < reply.len() && end - at < max_tokens as usize {
             let r = reply[end];
-            match controller.span_token_source(score(r), r.edge_token == r.cloud_token, false, true)
-            {
+            let edge_agrees = r.edge_token == r.cloud_token;
+            let source = controller.span_token_source(SpanToken {
+                score: score(r),
+                edge_agrees,
+                continues_word: false,
+                paid: true,
+                unchanged,
+            });
+            unchanged &= edge_agrees;
+            match source {
                 Some(TokenSource::Cloud) => {
                     hit |= first == Some(end);
                     cloud += 1;
@@ -212,19 +221,23 @@ mod tests {
     }
 
     #[test]
-    fn a_span_that_reaches_the_critical_position_routes_it_only_where_the_router_wants_it() {
+    fn a_span_that_reaches_the_critical_position_routes_it_where_wanted_or_first_to_differ() {
         // Position 0 is routed (with a token the reply borrows); its span runs over position
-        // 1 (agreeing, not wanted) into the critical position 2.
-        let routed = |scores: &[f32]| {
-            let records = reply(0, scores, Some(2));
+        // 1 (agreeing, not wanted) into the critical position 2, where only the cloud's token
+        // differs from the edge's unless `changed`, where position 0's differed too.
+        let routed = |scores: &[f32], changed: bool| {
+            let mut records = reply(0, scores, Some(2));
+            records[0].cloud_token = i32::from(changed);
             let refs: Vec<&Record> = records.iter().collect();
             let live = LiveBudget::new(CloudBudget::share(0.5));
             let mut controller = live.open_reply(&MarginRouter);
             routes_first_critical(&refs, &MarginRouter, &mut controller, &live.get(), 4)
         };
-        assert!(routed(&[0.95, 0.0, 0.95, 0.0, 0.0, 0.0]));
-        // Not wanted there, and the edge disagrees: the span ends before it, and the bar,
+        assert!(routed(&[0.95, 0.0, 0.95, 0.0, 0.0, 0.0], true));
+        // Not wanted there: a span that only confirmed the edge takes the cloud's first
+        // different token; one that already changed the reply ends before it, and the bar,
         // which the request raised, keeps a score of 0 out.
-        assert!(!routed(&[0.95, 0.0, 0.0, 0.0, 0.0, 0.0]));
+        assert!(routed(&[0.95, 0.0, 0.0, 0.0, 0.0, 0.0], false));
+        assert!(!routed(&[0.95, 0.0, 0.0, 0.0, 0.0, 0.0], true));
     }
 }
