@@ -491,28 +491,33 @@ fn span_keeps_tokens_the_edge_agrees_with_as_its_own_and_decodes_none_of_the_res
     );
 }
 
+/// A cloud that answers every request, asked for three tokens, with the same ids.
+struct Answers(Vec<TokenId>);
+
+impl Cloud for Answers {
+    fn endpoint(&self) -> &str {
+        "answers"
+    }
+    fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
+        Ok(true)
+    }
+    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
+        assert_eq!(request.max_tokens, 3);
+        Ok(CloudReply {
+            ids: Some(self.0.clone()),
+            ..CloudReply::default()
+        })
+    }
+}
+
 #[test]
 fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_another_way() {
     // A confident edge (entropy 0, so the router wants none of the span's later positions)
     // disagrees with all of it. The cloud's second token goes on with the word its first
     // began (" H" then "g"), so it is kept as the cloud's; its third starts a new word, so
     // the span ends there and the edge goes on after "g".
-    struct Hg;
-    impl Cloud for Hg {
-        fn endpoint(&self) -> &str {
-            "hg"
-        }
-        fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
-            Ok(true)
-        }
-        fn complete(&mut self, _: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
-            Ok(CloudReply {
-                ids: Some(vec![50, WORD_PIECES + 60, 70]),
-                ..CloudReply::default()
-            })
-        }
-    }
-    let (mut edge, mut cloud) = (ScriptedEdge::new(|_| 0.0), Hg);
+    let mut cloud = Answers(vec![50, WORD_PIECES + 60, 70]);
+    let mut edge = ScriptedEdge::new(|_| 0.0);
     let live = LiveBudget::new(CloudBudget::share(1.0));
     let mut controller = ReplyBudget::new(0.5);
     let mut reply = reply_over(
@@ -544,25 +549,6 @@ fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_anoth
         reply.usage.cloud_tokens, 2,
         "both are spent from the budget"
     );
-}
-
-/// A cloud that answers every request, asked for three tokens, with the same ids.
-struct Answers(Vec<TokenId>);
-
-impl Cloud for Answers {
-    fn endpoint(&self) -> &str {
-        "answers"
-    }
-    fn shares_vocab(&mut self, _: &[TokenId]) -> Result<bool, CloudError> {
-        Ok(true)
-    }
-    fn complete(&mut self, request: &CloudRequest<'_>) -> Result<CloudReply, CloudError> {
-        assert_eq!(request.max_tokens, 3);
-        Ok(CloudReply {
-            ids: Some(self.0.clone()),
-            ..CloudReply::default()
-        })
-    }
 }
 
 /// Asks `cloud` for three tokens at the start of a reply whose budget's room pays for `paid`
