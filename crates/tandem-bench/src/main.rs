@@ -62,6 +62,9 @@ struct Args {
     /// Write the Markdown table here too.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run only the local comparisons (1 to 4): a few minutes, where the network's take half an hour.
+    #[arg(long, conflicts_with_all = ["network_only", "history_only"])]
+    local_only: bool,
     /// Run only the network comparison (5).
     #[arg(long)]
     network_only: bool,
@@ -106,8 +109,8 @@ const PROMPTS: [&str; 3] = [
 fn main() -> Result<()> {
     let args = Args::parse();
     let mut sections = Vec::new();
-    let everything = !args.network_only && !args.history_only;
-    if everything {
+    let everything = !args.local_only && !args.network_only && !args.history_only;
+    if everything || args.local_only {
         sections.push(("local", render(&local_rows(&args)?, &args)));
     }
     if everything || args.network_only {
