@@ -351,6 +351,8 @@ pub struct SpanToken {
     pub paid: bool,
     /// Every token the span kept before it is the one the edge would have written.
     pub unchanged: bool,
+    /// The edge would end the reply here.
+    pub edge_ends: bool,
 }
 
 /// How fast the threshold follows the score quantile; small enough that one reply's first
@@ -401,8 +403,10 @@ const OPENING_DEBT: f32 = 2.0;
 /// The budget rule's name in evaluation results: the account, with the savings it keeps,
 /// the reserve kept past the opening (the first position wanted), what an opening may
 /// borrow, the overflow spent, the tokens asked past the room to finish a word, and the first
-/// word a span that only confirmed the edge takes where the cloud's differs.
-/// (Earlier results say `account/4+wanted-opening/2+debt/2+overflow+word-rest/2` before a span
+/// word a span that only confirmed the edge takes where the cloud's differs, short of the edge's
+/// end of the reply.
+/// (Earlier results say `…+word-rest/2+first-difference` while that word could be the cloud's
+/// going on past the edge's end, `account/4+wanted-opening/2+debt/2+overflow+word-rest/2` before a span
 /// that only confirmed the edge took the cloud's first different word,
 /// `account/4+wanted-opening/2+debt/2+overflow` before a word cut by
 /// the room was finished, `account/4+wanted-opening/2+overflow` before openings borrowed,
@@ -410,7 +414,8 @@ const OPENING_DEBT: f32 = 2.0;
 /// `account/4+opening+overflow` while the opening was the first token,
 /// `account/4+opening` before the overflow was spent, `account/4` before the reserve,
 /// `per-reply/2` before the account: two tokens borrowed per reply.)
-pub const RULE: &str = "account/4+wanted-opening/2+debt/2+overflow+word-rest/2+first-difference";
+pub const RULE: &str =
+    "account/4+wanted-opening/2+debt/2+overflow+word-rest/2+first-difference/short-of-end";
 /// Tokens a request asks for past the budget's room, within the span: enough to finish most
 /// words the room cut (" H" then "g"; " Mend", "ele", "ev"), few enough that the cloud's time
 /// and the completion bill stay near the room's. Asking for the whole span instead cost 65%
@@ -479,8 +484,11 @@ impl ReplyBudget {
     /// A span that has only confirmed the edge so far goes on while the edge agrees and takes
     /// the cloud's first word that differs, in or past the room: the request was paid for, its
     /// first token agreed, and its answer already holds the word the router's uncertainty was
-    /// about (" is" then " Hanoi", where the edge went on " Ho Chi Minh City"). Elsewhere the
-    /// span ends (`None`) and the edge goes on from there.
+    /// about (" is" then " Hanoi", where the edge went on " Ho Chi Minh City"); but not past
+    /// the edge's end of the reply, which is no word: whether to say more is the router's to
+    /// ask, not something the cloud knows better (taken, it wrote an explanation after 8 of
+    /// 100 answer-last letters and went on past 2 finished chat replies, `docs/eval/log.md`).
+    /// Elsewhere the span ends (`None`) and the edge goes on from there.
     pub fn span_token_source(&self, token: SpanToken) -> Option<TokenSource> {
         let SpanToken {
             score,
@@ -488,12 +496,14 @@ impl ReplyBudget {
             continues_word,
             paid,
             unchanged,
+            edge_ends,
         } = token;
+        let first_difference = unchanged && !edge_ends;
         if paid && self.wants_cloud(score) {
             Some(TokenSource::Cloud)
         } else if edge_agrees && (paid || continues_word || unchanged) {
             Some(TokenSource::Edge)
-        } else if continues_word || unchanged {
+        } else if continues_word || first_difference {
             Some(TokenSource::Cloud)
         } else {
             None
@@ -827,8 +837,12 @@ mod tests {
     }
 
     /// Whose a span's token is, `unchanged` (the span kept only what the edge would have
-    /// written before it) or not.
-    fn source(paid: bool, unchanged: bool) -> impl Fn(f32, bool, bool) -> Option<TokenSource> {
+    /// written before it) or not, where the edge ends the reply or goes on.
+    fn source(
+        paid: bool,
+        unchanged: bool,
+        edge_ends: bool,
+    ) -> impl Fn(f32, bool, bool) -> Option<TokenSource> {
         let reply = ReplyBudget::new(0.5);
         move |score, edge_agrees, continues_word| {
             reply.span_token_source(SpanToken {
@@ -837,13 +851,14 @@ mod tests {
                 continues_word,
                 paid,
                 unchanged,
+                edge_ends,
             })
         }
     }
 
     #[test]
     fn a_span_keeps_what_the_router_wants_what_the_edge_agrees_with_and_the_clouds_word() {
-        let paid = source(true, false);
+        let paid = source(true, false, false);
         assert_eq!(paid(0.9, false, false), Some(TokenSource::Cloud));
         assert_eq!(paid(0.1, true, false), Some(TokenSource::Edge), "free");
         assert_eq!(paid(0.1, false, true), Some(TokenSource::Cloud));
@@ -856,7 +871,7 @@ mod tests {
 
     #[test]
     fn past_the_room_a_span_only_finishes_the_clouds_word() {
-        let unpaid = source(false, false);
+        let unpaid = source(false, false, false);
         assert_eq!(
             unpaid(0.9, false, true),
             Some(TokenSource::Cloud),
@@ -874,7 +889,7 @@ mod tests {
     #[test]
     fn a_span_that_only_confirmed_the_edge_takes_the_clouds_first_different_word() {
         for paid in [true, false] {
-            let unchanged = source(paid, true);
+            let unchanged = source(paid, true, false);
             assert_eq!(
                 unchanged(0.1, false, false),
                 Some(TokenSource::Cloud),
@@ -886,6 +901,28 @@ mod tests {
                 "the span goes on through the edge's own words to the first that differs"
             );
         }
+    }
+
+    #[test]
+    fn a_span_that_only_confirmed_the_edge_ends_where_the_edge_ends_the_reply() {
+        for paid in [true, false] {
+            let at_the_edges_end = source(paid, true, true);
+            assert_eq!(
+                at_the_edges_end(0.1, false, false),
+                None,
+                "\"Answer: E\" and the edge's end, not the cloud's \". Explanation\""
+            );
+            assert_eq!(
+                at_the_edges_end(0.1, false, true),
+                Some(TokenSource::Cloud),
+                "the cloud's word is still finished"
+            );
+        }
+        assert_eq!(
+            source(true, true, true)(0.9, false, false),
+            Some(TokenSource::Cloud),
+            "where the router wants more, paid for"
+        );
     }
 
     /// `replies` replies of 24 tokens on one account at `share`, each with a first token
@@ -1031,7 +1068,7 @@ mod tests {
             RULE,
             format!(
                 "account/{SAVINGS}+wanted-opening/{OPENING_RESERVE}+debt/{OPENING_DEBT}+overflow\
-                 +word-rest/{WORD_REST}+first-difference"
+                 +word-rest/{WORD_REST}+first-difference/short-of-end"
             )
         );
     }

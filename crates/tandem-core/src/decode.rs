@@ -804,6 +804,7 @@ impl Reply<'_, '_> {
             continues_word: continues_word(&self.edge.piece_text(token)),
             paid: place.paid,
             unchanged: place.unchanged,
+            edge_ends: self.edge.is_end_of_turn(before.token),
         })?;
         let wanted = source == TokenSource::Cloud;
         Some(Emitted {

@@ -112,6 +112,7 @@ impl Lookahead {
                     continues_word: false,
                     paid: offset < self.paid as usize,
                     unchanged: true,
+                    edge_ends: false,
                 });
                 let cloud = u32::from(source == Some(TokenSource::Cloud));
                 self.controller.record(1 - cloud, cloud, 0.0);

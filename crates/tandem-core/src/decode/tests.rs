@@ -30,6 +30,8 @@ struct ScriptedEdge {
     waiting: Rc<Cell<bool>>,
     /// Tokens decoded while `waiting` was set.
     decoded_while_waiting: usize,
+    /// The token after which it ends its turn (elsewhere it writes the token after).
+    ends_after: Option<TokenId>,
 }
 
 impl ScriptedEdge {
@@ -41,6 +43,7 @@ impl ScriptedEdge {
             decoded: 0,
             waiting: Rc::default(),
             decoded_while_waiting: 0,
+            ends_after: None,
         }
     }
 }
@@ -93,7 +96,7 @@ impl EdgeModel for ScriptedEdge {
             if outputs == Outputs::All || (outputs == Outputs::Last && i + 1 == tokens.len()) {
                 let entropy = (self.entropy)(self.cached.len()) + drift;
                 steps.push(Step {
-                    token: t + 1,
+                    token: if self.ends_after == Some(t) { 0 } else { t + 1 },
                     signals: Signals {
                         top1_prob: 0.5,
                         margin: 0.1,
@@ -555,7 +558,15 @@ fn a_word_the_cloud_began_is_finished_by_the_cloud_where_the_edge_would_go_anoth
 /// of them, the router wanting the cloud everywhere (entropy 5): what came of it, the tokens
 /// shown and the edge's tokens after.
 fn room_of(paid: u32, cloud: &mut Answers) -> (CloudOutcome, Vec<Event>, Vec<TokenId>) {
-    let mut edge = ScriptedEdge::new(|_| 5.0);
+    room_over(ScriptedEdge::new(|_| 5.0), paid, cloud)
+}
+
+/// As [`room_of`], over `edge`.
+fn room_over(
+    mut edge: ScriptedEdge,
+    paid: u32,
+    cloud: &mut Answers,
+) -> (CloudOutcome, Vec<Event>, Vec<TokenId>) {
     let live = LiveBudget::new(CloudBudget::share(1.0));
     let mut controller = ReplyBudget::new(0.5);
     let mut reply = reply_over(&mut edge, cloud, &EntropyRouter, &live, &mut controller);
@@ -608,6 +619,23 @@ fn an_answer_that_confirms_the_edge_brings_its_first_different_word() {
         vec![(4, TokenSource::Cloud), (9, TokenSource::Cloud)]
     );
     assert_eq!(cache, &[1, 2, 3, 4, 9]);
+}
+
+#[test]
+fn an_answer_that_confirms_the_edge_does_not_go_on_past_the_edges_end() {
+    // The edge would write " w4" and end its reply; the cloud's " w4" confirms it, and its
+    // " w70" after is no different word but more words ("Answer: E" then ". Explanation"),
+    // which a router that wants none of them does not pay for.
+    let mut edge = ScriptedEdge::new(|_| 0.0);
+    edge.ends_after = Some(4);
+    let mut cloud = Answers(vec![4, 70, 71]);
+    let (outcome, shown, cache) = room_over(edge, 1, &mut cloud);
+    let CloudOutcome::Continued { shown: 1, next } = outcome else {
+        panic!("the span ended where the edge ends")
+    };
+    assert_eq!(next.token, 0, "the edge's end of turn comes next");
+    assert_eq!(tokens(&shown), vec![(4, TokenSource::Cloud)]);
+    assert_eq!(cache, &[1, 2, 3, 4]);
 }
 
 #[test]

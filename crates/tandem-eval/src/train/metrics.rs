@@ -110,6 +110,7 @@ fn routes_first_critical(
                 continues_word: false,
                 paid: true,
                 unchanged,
+                edge_ends: false,
             });
             unchanged &= edge_agrees;
             match source {
