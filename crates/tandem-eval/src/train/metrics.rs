@@ -77,7 +77,9 @@ fn hits(replies: &[Vec<&Record>], router: &dyn Router, share: f32) -> f32 {
 /// drives it: one decision per position the edge writes, and a request's span kept while
 /// [`ReplyBudget::span_token_source`] says so. Whether it routed the first critical position.
 /// A record holds token ids, not their text, so a span is not kept for finishing a word
-/// here: the replay can only under-count what the decoder routes.
+/// here (an under-count); nor does it know which id ends the edge's turn, so a span that
+/// only confirmed the edge may be counted going on past the edge's end, where the decoder
+/// stops it (an over-count, at a reply's last position only).
 fn routes_first_critical(
     reply: &[&Record],
     router: &dyn Router,
